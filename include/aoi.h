@@ -1,0 +1,253 @@
+/*
+ * aoi.h: a multithreaded, spatially sharded Area Of Interest service.
+ *
+ * The host (a zone server's game loop) owns one aoi_world. Between ticks it
+ * submits operations (aoi_add, aoi_move, aoi_set_radius, aoi_set_layers,
+ * aoi_remove); each is validated at once and queued. aoi_tick() applies them
+ * on the worker threads, each worker owning some spatial shards, and leaves
+ * in every watcher's outbox exactly the events that the trace semantics
+ * (docs: TRACE_FORMAT.md) define: `leave`s, then `enter`s, then `move`s,
+ * each group by entity id ascending. The host then drains the outboxes and
+ * may query the state as of that tick.
+ *
+ * Threads: every function here must be called from one host thread at a
+ * time (the game loop); none may be called concurrently with another on the
+ * same world. The worker threads are internal. Different worlds are
+ * independent.
+ *
+ * Errors: functions return 0 or a negative AOI_E* code. A call that fails
+ * changes nothing and writes no out-parameter, with one documented exception
+ * (aoi_tick on AOI_ENOMEM).
+ *
+ * Results are deterministic: the events and query answers are identical for
+ * every thread count and shard count.
+ */
+#ifndef AOI_H
+#define AOI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(AOI_STATIC)
+#define AOI_EXPORT
+#elif defined(_WIN32)
+#ifdef AOI_BUILDING
+#define AOI_EXPORT __declspec(dllexport)
+#else
+#define AOI_EXPORT __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define AOI_EXPORT __attribute__((visibility("default")))
+#else
+#define AOI_EXPORT
+#endif
+
+#define AOI_VERSION_MAJOR 0
+#define AOI_VERSION_MINOR 1
+#define AOI_VERSION_PATCH 0
+
+/* Error codes. All negative; 0 is success. */
+#define AOI_EINVAL (-1)  /* NULL pointer, bad config, or bad argument    */
+#define AOI_ENOMEM (-2)  /* an allocation failed                         */
+#define AOI_EEXIST (-3)  /* aoi_add of an id that is live                */
+#define AOI_ENOENT (-4)  /* the id is not live                           */
+#define AOI_ECOORD (-5)  /* a coordinate is NaN or infinite              */
+#define AOI_ERADIUS (-6) /* radius negative, not finite, or > max_radius */
+#define AOI_EFLAGS (-7)  /* flags are neither watcher nor marker, or unknown bits */
+#define AOI_ESYS (-8)    /* the system refused a thread or a sync object */
+
+/* The name of an error code ("AOI_ENOENT: no such entity"); never NULL. */
+AOI_EXPORT const char *aoi_strerror(int code);
+
+/* Entity flags. An entity is a watcher, a marker, or both. */
+#define AOI_WATCHER 1u /* has a view and receives events in its outbox */
+#define AOI_MARKER 2u  /* can be seen by watchers */
+
+typedef enum aoi_shape {
+  AOI_SHAPE_CIRCLE = 0, /* (dx^2 + dy^2) <= R^2                          */
+  AOI_SHAPE_SQUARE = 1, /* |dx| <= R and |dy| <= R                        */
+  AOI_SHAPE_CELLS = 2   /* nine-grid: cells of side cell_size from (0,0);
+                           cell distance <= ceil(R / cell_size) per axis  */
+} aoi_shape;
+
+/*
+ * Allocator hooks. All three are called from the host thread and from the
+ * worker threads concurrently, so they must be thread-safe. `size` is the
+ * size that was asked for; realloc gets the old size too. A NULL return means
+ * out of memory. The defaults wrap malloc/realloc/free.
+ */
+typedef struct aoi_allocator {
+  void *(*alloc)(void *user, size_t size);
+  void *(*realloc)(void *user, void *ptr, size_t old_size, size_t new_size);
+  void (*free)(void *user, void *ptr, size_t size);
+  void *user;
+} aoi_allocator;
+
+typedef struct aoi_config {
+  /* Worker threads; 0 = one per online core. At most 256. */
+  unsigned threads;
+  /* Spatial shards, each owned by one worker; 0 = one per thread. At most
+     4096. Shard i is owned by worker i % threads. */
+  unsigned shards;
+  /* Bounds hint for the initial shard layout; entities outside are still
+     accepted (the edge shards own them). Ignored when min >= max on an axis.
+     Default (0, 0) - (1000, 1000). */
+  float min_x, min_y, max_x, max_y;
+  /* Largest view radius any entity may have (default 500, >= 0, finite). */
+  float max_radius;
+  /* Extra distance before a visible entity leaves a view (default 0). */
+  float hysteresis;
+  /* Whether `move` events are produced (default 1). */
+  int move_events;
+  /* View shape (default AOI_SHAPE_CIRCLE) and, for AOI_SHAPE_CELLS, the
+     cell side (> 0, finite). */
+  aoi_shape shape;
+  float cell_size;
+  /* Allocator hooks, copied at create; NULL = malloc and free. */
+  const aoi_allocator *allocator;
+} aoi_config;
+
+/* Fills `config` with the defaults above. */
+AOI_EXPORT void aoi_config_default(aoi_config *config);
+
+typedef struct aoi_world aoi_world;
+
+/*
+ * Creates a world and starts its worker threads. On success writes the new
+ * world to *out and returns 0. Errors: AOI_EINVAL (NULL, or a config value
+ * out of range), AOI_ENOMEM, AOI_ESYS (threads could not be started).
+ */
+AOI_EXPORT int aoi_create(const aoi_config *config, aoi_world **out);
+
+/* Stops the workers and frees everything, undrained events included.
+   Accepts NULL. */
+AOI_EXPORT void aoi_destroy(aoi_world *world);
+
+/*
+ * Operations. Each is validated at once against the state as submitted so
+ * far (an id added and not yet ticked is live; a removed one is not) and
+ * queued; nothing is visible to watchers before the next aoi_tick. Checks run
+ * in this order: AOI_EINVAL (NULL world), AOI_EEXIST / AOI_ENOENT, then
+ * AOI_EFLAGS, AOI_ECOORD, AOI_ERADIUS. Positions and radii are stored as the
+ * given floats. AOI_ENOMEM when the queue cannot grow.
+ */
+
+/* Adds entity `id` at (x, y). `flags` is AOI_WATCHER, AOI_MARKER or both.
+   `layers` is what it is in, `interest` what it watches: watcher A sees
+   marker B only when (A.interest & B.layers) != 0. An id removed before the
+   same tick is a new entity: its old watchers get `leave` then `enter`. */
+AOI_EXPORT int aoi_add(aoi_world *world, uint64_t id, float x, float y,
+                       float radius, unsigned flags, uint32_t layers,
+                       uint32_t interest);
+/* Sets the position of a live entity (a walk or a teleport alike). */
+AOI_EXPORT int aoi_move(aoi_world *world, uint64_t id, float x, float y);
+/* Sets the view radius of a live entity. */
+AOI_EXPORT int aoi_set_radius(aoi_world *world, uint64_t id, float radius);
+/* Sets the layer and interest masks of a live entity. */
+AOI_EXPORT int aoi_set_layers(aoi_world *world, uint64_t id, uint32_t layers,
+                              uint32_t interest);
+/* Removes a live entity. Its watchers get `leave` at the next tick. If it is
+   a watcher, its undrained events are dropped now. */
+AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
+
+/*
+ * Applies everything submitted since the last tick on the workers and
+ * appends this tick's events to the watchers' outboxes. Blocks until done.
+ * Returns 0, AOI_EINVAL (NULL), or AOI_ENOMEM: then the tick has been applied
+ * (entities moved, views updated) but some watchers' events could not be
+ * stored; the world stays consistent and usable.
+ */
+AOI_EXPORT int aoi_tick(aoi_world *world);
+
+/* Event kinds, in their output order within one watcher and one tick. */
+typedef enum aoi_event_kind {
+  AOI_LEAVE = 0,
+  AOI_ENTER = 1,
+  AOI_MOVE = 2
+} aoi_event_kind;
+
+typedef struct aoi_event {
+  uint64_t id;   /* the entity that entered, left or moved */
+  float x, y;    /* its position (enter, move); 0 for leave */
+  uint32_t kind; /* an aoi_event_kind */
+  uint32_t tick; /* the tick that produced it (low 32 bits, from 1) */
+} aoi_event;
+
+/*
+ * Takes every undrained event of watcher `id`, oldest tick first, and empties
+ * its outbox. Events accumulate across ticks until drained, so a host that
+ * drains late loses nothing. *events is borrowed: valid until the next
+ * aoi_tick, aoi_remove of this id, or aoi_destroy. Writes *count = 0 for a
+ * live entity with no events. AOI_ENOENT when `id` is not live.
+ */
+AOI_EXPORT int aoi_drain(aoi_world *world, uint64_t id,
+                         const aoi_event **events, size_t *count);
+
+/*
+ * The watchers that have undrained events, ids ascending. *ids is borrowed:
+ * valid until the next aoi_tick, aoi_pending, aoi_remove or aoi_destroy;
+ * aoi_drain does not invalidate it, so a host can drain while it iterates.
+ */
+AOI_EXPORT int aoi_pending(aoi_world *world, const uint64_t **ids,
+                           size_t *count);
+
+/*
+ * Queries, answered from the state as of the last tick (operations submitted
+ * since are not seen). Each writes at most `capacity` ids ascending to `ids`
+ * (which may be NULL when capacity is 0) and the total number found to
+ * *count, so a caller can size a buffer and ask again.
+ */
+
+/* Live markers within the circle (inclusive) whose layers intersect
+   `layer_mask`. AOI_ECOORD / AOI_ERADIUS for a bad centre or radius. */
+AOI_EXPORT int aoi_query_circle(aoi_world *world, float x, float y,
+                                float radius, uint32_t layer_mask,
+                                uint64_t *ids, size_t capacity, size_t *count);
+/* The current view of watcher `id`. AOI_ENOENT when `id` is not live; an
+   entity added since the last tick has an empty view. */
+AOI_EXPORT int aoi_view(aoi_world *world, uint64_t id, uint64_t *ids,
+                        size_t capacity, size_t *count);
+/* The watchers whose current view holds `id`. AOI_ENOENT when not live. */
+AOI_EXPORT int aoi_watchers_of(aoi_world *world, uint64_t id, uint64_t *ids,
+                               size_t capacity, size_t *count);
+
+/* Phases of a tick, for aoi_stats.phase_ns. */
+enum {
+  AOI_PHASE_APPLY = 0,    /* host ops applied, border handoffs exchanged */
+  AOI_PHASE_EXCHANGE = 1, /* ghosts published to neighbouring shards    */
+  AOI_PHASE_COMPUTE = 2,  /* views computed, diffed, events merged      */
+  AOI_PHASE_COUNT = 3
+};
+
+/* Statistics of the last tick. */
+typedef struct aoi_stats {
+  uint64_t tick;        /* ticks completed */
+  unsigned threads;     /* worker threads */
+  unsigned shards;      /* spatial shards */
+  uint64_t entities;    /* live entities after the tick */
+  uint64_t watchers;    /* live watchers after the tick */
+  uint64_t ghosts;      /* ghost copies held by shards this tick */
+  uint64_t handoffs;    /* entities that changed shard this tick */
+  uint64_t events;      /* events produced this tick */
+  uint64_t tick_ns;     /* wall time of aoi_tick */
+  /* Wall time of each phase: the slowest worker's. */
+  uint64_t phase_ns[AOI_PHASE_COUNT];
+  /* Owned entities per shard after the tick, `shards` entries; borrowed,
+     valid until the next aoi_tick or aoi_destroy. */
+  const uint32_t *shard_entities;
+  /* Compute time per shard in ns, `shards` entries; borrowed likewise. */
+  const uint64_t *shard_ns;
+} aoi_stats;
+
+/* Writes the statistics of the last tick to *stats. */
+AOI_EXPORT int aoi_stats_get(const aoi_world *world, aoi_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AOI_H */

@@ -1,0 +1,314 @@
+/*
+ * grid.c: geometry, pure and thread-free. The visibility predicate of each
+ * shape, the boxes that bound a reach, the shard layout, and the uniform
+ * spatial grid each shard rebuilds every tick.
+ *
+ * All distance arithmetic is in double on the stored floats, so a predicate
+ * is exact for any coordinates a trace can carry (the difference of two
+ * floats of similar magnitude is exact in double). Boxes and ghost reaches
+ * are inflated by a relative margin: a box may hold a few points too many,
+ * which the exact predicate then drops, but never one too few. The grid
+ * clamps positions into its range with a monotonic cell function, so a box
+ * query over clamped cells still finds every point inside the box.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline double margin(double a, double b)
+{
+  return (fabs(a) + fabs(b)) * 1e-9 + 1e-30;
+}
+
+bool aoi__within(const aoi__shape *shape, float ax, float ay, float bx,
+                 float by, double reach)
+{
+  double dx = (double)bx - (double)ax;
+  double dy = (double)by - (double)ay;
+  switch (shape->kind) {
+  case AOI_SHAPE_SQUARE:
+    return fabs(dx) <= reach && fabs(dy) <= reach;
+  case AOI_SHAPE_CELLS: {
+    double c = shape->cell;
+    double k = ceil(reach / c);
+    double cx = floor((double)bx / c) - floor((double)ax / c);
+    double cy = floor((double)by / c) - floor((double)ay / c);
+    return fabs(cx) <= k && fabs(cy) <= k;
+  }
+  case AOI_SHAPE_CIRCLE:
+  default:
+    return dx * dx + dy * dy <= reach * reach;
+  }
+}
+
+void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
+                    double box[4])
+{
+  if (shape->kind == AOI_SHAPE_CELLS) {
+    double c = shape->cell;
+    double k = ceil(reach / c);
+    double cx = floor((double)x / c), cy = floor((double)y / c);
+    box[0] = (cx - k) * c;
+    box[1] = (cy - k) * c;
+    box[2] = (cx + k + 1) * c;
+    box[3] = (cy + k + 1) * c;
+  } else {
+    box[0] = (double)x - reach;
+    box[1] = (double)y - reach;
+    box[2] = (double)x + reach;
+    box[3] = (double)y + reach;
+  }
+  double mx = margin(x, box[2] - box[0]), my = margin(y, box[3] - box[1]);
+  box[0] -= mx;
+  box[1] -= my;
+  box[2] += mx;
+  box[3] += my;
+}
+
+double aoi__reach_extent(const aoi__shape *shape, double reach)
+{
+  if (shape->kind == AOI_SHAPE_CELLS)
+    return (ceil(reach / shape->cell) + 1) * shape->cell;
+  return reach;
+}
+
+/* ---- layout ------------------------------------------------------------- */
+
+int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
+                     unsigned shards, double min_x, double min_y,
+                     double max_x, double max_y)
+{
+  double width = max_x - min_x, height = max_y - min_y;
+  /* The factor pair whose rectangles are closest to square. */
+  unsigned best_cols = shards, best_rows = 1;
+  double best = INFINITY;
+  for (unsigned cols = 1; cols <= shards; cols++) {
+    if (shards % cols != 0)
+      continue;
+    unsigned rows = shards / cols;
+    double aspect = fabs(log((width / cols) / (height / rows)));
+    if (aspect < best - 1e-12) {
+      best = aspect;
+      best_cols = cols;
+      best_rows = rows;
+    }
+  }
+  aoi__layout l = {best_cols, best_rows, NULL, NULL};
+  if (best_cols > 1 && (l.xcut = aoi__alloc(a, sizeof(double) * (best_cols - 1))) == NULL)
+    return AOI_ENOMEM;
+  if (best_rows > 1 && (l.ycut = aoi__alloc(a, sizeof(double) * (best_rows - 1))) == NULL) {
+    aoi__free(a, l.xcut, sizeof(double) * (best_cols - 1));
+    return AOI_ENOMEM;
+  }
+  for (unsigned i = 1; i < best_cols; i++)
+    l.xcut[i - 1] = min_x + width * i / best_cols;
+  for (unsigned i = 1; i < best_rows; i++)
+    l.ycut[i - 1] = min_y + height * i / best_rows;
+  *layout = l;
+  return 0;
+}
+
+void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout)
+{
+  if (layout->cols > 1)
+    aoi__free(a, layout->xcut, sizeof(double) * (layout->cols - 1));
+  if (layout->rows > 1)
+    aoi__free(a, layout->ycut, sizeof(double) * (layout->rows - 1));
+  memset(layout, 0, sizeof(*layout));
+}
+
+/* The number of cuts <= v: the index of the band holding v. */
+static unsigned band(const double *cut, unsigned n, double v)
+{
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    unsigned mid = (lo + hi) / 2;
+    if (cut[mid] <= v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+unsigned aoi__layout_col(const aoi__layout *layout, double x)
+{
+  return band(layout->xcut, layout->cols - 1, x);
+}
+
+unsigned aoi__layout_row(const aoi__layout *layout, double y)
+{
+  return band(layout->ycut, layout->rows - 1, y);
+}
+
+unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y)
+{
+  return aoi__layout_row(layout, y) * layout->cols +
+         aoi__layout_col(layout, x);
+}
+
+/* ---- spatial grid ------------------------------------------------------- */
+
+void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
+{
+  aoi__free(a, grid->start, sizeof(uint32_t) * grid->start_capacity);
+  aoi__free(a, grid->x, sizeof(float) * grid->capacity);
+  aoi__free(a, grid->y, sizeof(float) * grid->capacity);
+  aoi__free(a, grid->id, sizeof(uint64_t) * grid->capacity);
+  aoi__free(a, grid->handle, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->layers, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
+  memset(grid, 0, sizeof(*grid));
+}
+
+static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
+                        uint32_t count, uint32_t cells)
+{
+  if (cells + 1 > grid->start_capacity) {
+    uint32_t capacity = cells + 1 + (cells + 1) / 2;
+    uint32_t *start = aoi__realloc(a, grid->start,
+                                   sizeof(uint32_t) * grid->start_capacity,
+                                   sizeof(uint32_t) * capacity);
+    if (start == NULL)
+      return AOI_ENOMEM;
+    grid->start = start;
+    grid->start_capacity = capacity;
+  }
+  if (count <= grid->capacity)
+    return 0;
+  uint32_t capacity = count + count / 2 + 16;
+  aoi__grid bigger = {0};
+  bigger.x = aoi__alloc(a, sizeof(float) * capacity);
+  bigger.y = aoi__alloc(a, sizeof(float) * capacity);
+  bigger.id = aoi__alloc(a, sizeof(uint64_t) * capacity);
+  bigger.handle = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.layers = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.capacity = capacity;
+  if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
+      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell) {
+    aoi__grid_free(a, &bigger);
+    return AOI_ENOMEM;
+  }
+  /* The entries are rebuilt from scratch, so nothing needs copying. */
+  uint32_t *start = grid->start, start_capacity = grid->start_capacity;
+  grid->start = NULL;
+  grid->start_capacity = 0;
+  aoi__grid_free(a, grid);
+  *grid = bigger;
+  grid->start = start;
+  grid->start_capacity = start_capacity;
+  return 0;
+}
+
+static inline uint32_t cell_axis(double v, double origin, double inverse,
+                                 uint32_t n)
+{
+  double c = floor((v - origin) * inverse);
+  if (!(c > 0))
+    return 0;
+  if (c >= (double)(n - 1))
+    return n - 1;
+  return (uint32_t)c;
+}
+
+int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
+                    const aoi__grid_item *items, uint32_t count,
+                    double cell_size)
+{
+  double min_x = INFINITY, min_y = INFINITY;
+  double max_x = -INFINITY, max_y = -INFINITY;
+  for (uint32_t i = 0; i < count; i++) {
+    double x = items[i].x, y = items[i].y;
+    min_x = x < min_x ? x : min_x;
+    max_x = x > max_x ? x : max_x;
+    min_y = y < min_y ? y : min_y;
+    max_y = y > max_y ? y : max_y;
+  }
+  if (count == 0)
+    min_x = min_y = max_x = max_y = 0;
+  double size = cell_size > 0 && isfinite(cell_size) ? cell_size : 1;
+  double limit = 2.0 * count + 64;
+  double wx, wy;
+  for (;;) {
+    wx = floor((max_x - min_x) / size) + 1;
+    wy = floor((max_y - min_y) / size) + 1;
+    if (wx * wy <= limit)
+      break;
+    size *= sqrt(wx * wy / limit) * 1.01 + 1e-9;
+  }
+  uint32_t width = (uint32_t)wx, height = (uint32_t)wy;
+  uint32_t cells = width * height;
+  int rc = grid_reserve(a, grid, count, cells);
+  if (rc != 0)
+    return rc;
+  grid->x0 = min_x;
+  grid->y0 = min_y;
+  grid->inverse = 1.0 / size;
+  grid->width = width;
+  grid->height = height;
+  grid->count = count;
+  uint32_t *start = grid->start;
+  memset(start, 0, sizeof(uint32_t) * (cells + 1));
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t cx = cell_axis(items[i].x, min_x, grid->inverse, width);
+    uint32_t cy = cell_axis(items[i].y, min_y, grid->inverse, height);
+    uint32_t c = cy * width + cx;
+    grid->cell[i] = c;
+    start[c + 1]++;
+  }
+  for (uint32_t c = 0; c < cells; c++)
+    start[c + 1] += start[c];
+  /* Scatter with start[c] as the running cursor, then shift back. */
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t at = start[grid->cell[i]]++;
+    grid->x[at] = items[i].x;
+    grid->y[at] = items[i].y;
+    grid->id[at] = items[i].id;
+    grid->handle[at] = items[i].handle;
+    grid->layers[at] = items[i].layers;
+    grid->info[at] = items[i].info;
+    grid->slot[at] = items[i].slot;
+  }
+  for (uint32_t c = cells; c > 0; c--)
+    start[c] = start[c - 1];
+  start[0] = 0;
+  return 0;
+}
+
+void aoi__grid_range(const aoi__grid *grid, const double box[4],
+                     uint32_t range[4])
+{
+  range[0] = cell_axis(box[0], grid->x0, grid->inverse, grid->width);
+  range[1] = cell_axis(box[1], grid->y0, grid->inverse, grid->height);
+  range[2] = cell_axis(box[2], grid->x0, grid->inverse, grid->width);
+  range[3] = cell_axis(box[3], grid->y0, grid->inverse, grid->height);
+}
+
+bool aoi__grid_valid(const aoi__grid *grid)
+{
+  if (grid->width == 0)
+    return grid->count == 0;
+  uint32_t cells = grid->width * grid->height;
+  if (grid->start[0] != 0 || grid->start[cells] != grid->count)
+    return false;
+  for (uint32_t cy = 0; cy < grid->height; cy++)
+    for (uint32_t cx = 0; cx < grid->width; cx++) {
+      uint32_t c = cy * grid->width + cx;
+      if (grid->start[c] > grid->start[c + 1])
+        return false;
+      for (uint32_t i = grid->start[c]; i < grid->start[c + 1]; i++) {
+        double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
+        uint32_t r[4];
+        aoi__grid_range(grid, box, r);
+        if (r[0] != cx || r[1] != cy)
+          return false;
+      }
+    }
+  return true;
+}

@@ -1,0 +1,630 @@
+/*
+ * host.c: everything the host thread calls between ticks, and the tick's
+ * orchestration.
+ *
+ * Submission: each operation is validated against the state as submitted so
+ * far, every allocation it needs is made first (so a failure changes
+ * nothing), then it is recorded in the host's handle table and appended to
+ * the op chunk of the shard that owns the entity. A full chunk is pushed onto
+ * that shard's ring at once; the ring grows while the workers are idle.
+ *
+ * aoi_tick pushes the last chunks and an end marker onto every shard ring,
+ * hands each worker the tick command through its control ring, and sleeps on
+ * the host bell until every worker has reported through its done ring. After
+ * that the workers are idle again and the host owns everything: it collects
+ * the watchers that got events, recycles chunks and the handles removed this
+ * tick, and sums the statistics.
+ *
+ * Queries read the shards' state as of the last tick (their grids and
+ * views), which no thread writes between ticks.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+aoi__chunk aoi__chunk_end;
+
+int aoi__host_init(aoi_world *w)
+{
+  aoi__idmap_init(&w->ids);
+  w->current = aoi__calloc(&w->allocator, sizeof(aoi__chunk *) * w->shard_count);
+  return w->current == NULL ? AOI_ENOMEM : 0;
+}
+
+void aoi__host_free(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
+  aoi__idmap_free(a, &w->ids);
+  if (w->outbox != NULL)
+    for (uint32_t h = 0; h < w->handle_capacity; h++)
+      aoi__outbox_free(a, &w->outbox[h]);
+  aoi__free(a, w->host, sizeof(aoi__host_entity) * w->handle_capacity);
+  aoi__free(a, w->location, sizeof(aoi__location) * w->handle_capacity);
+  aoi__free(a, w->outbox, sizeof(aoi__outbox) * w->handle_capacity);
+  aoi__free(a, w->in_pending, w->handle_capacity);
+  aoi__free(a, w->free_handles, sizeof(uint32_t) * w->free_capacity);
+  aoi__free(a, w->limbo, sizeof(uint32_t) * w->limbo_capacity);
+  aoi__pending_free(a, &w->pending);
+  if (w->current != NULL) {
+    for (unsigned s = 0; s < w->shard_count; s++)
+      aoi__free(a, w->current[s], sizeof(aoi__chunk));
+    aoi__free(a, w->current, sizeof(aoi__chunk *) * w->shard_count);
+  }
+  /* Chunks still queued on a ring (submitted, never ticked). */
+  if (w->shards != NULL)
+    for (unsigned s = 0; s < w->shard_count; s++) {
+      if (w->shards[s].ops == NULL)
+        continue;
+      void *item;
+      while ((item = aoi__ring_pop(w->shards[s].ops)) != NULL)
+        if (item != &aoi__chunk_end)
+          aoi__free(a, item, sizeof(aoi__chunk));
+    }
+  aoi__free(a, w->chunks_used, sizeof(aoi__chunk *) * w->chunks_used_capacity);
+  while (w->chunk_pool != NULL) {
+    aoi__chunk *next = w->chunk_pool->next;
+    aoi__free(a, w->chunk_pool, sizeof(aoi__chunk));
+    w->chunk_pool = next;
+  }
+  aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+/* Makes sure one more handle can be taken. */
+static int reserve_handle(aoi_world *w)
+{
+  if (w->free_count > 0 || w->handle_count < w->handle_capacity)
+    return 0;
+  const aoi_allocator *a = &w->allocator;
+  uint32_t old = w->handle_capacity;
+  if (old >= (UINT32_MAX - 1) / 2)
+    return AOI_ENOMEM;
+  uint32_t cap = old ? old * 2 : 64;
+  aoi__host_entity *host = aoi__realloc(a, w->host, sizeof(*host) * old, sizeof(*host) * cap);
+  if (host == NULL)
+    return AOI_ENOMEM;
+  w->host = host;
+  aoi__location *location = aoi__realloc(a, w->location, sizeof(*location) * old, sizeof(*location) * cap);
+  if (location == NULL)
+    return AOI_ENOMEM;
+  w->location = location;
+  aoi__outbox *outbox = aoi__realloc(a, w->outbox, sizeof(*outbox) * old, sizeof(*outbox) * cap);
+  if (outbox == NULL)
+    return AOI_ENOMEM;
+  w->outbox = outbox;
+  uint8_t *in_pending = aoi__realloc(a, w->in_pending, old, cap);
+  if (in_pending == NULL)
+    return AOI_ENOMEM;
+  w->in_pending = in_pending;
+  /* Every handle may sit in the free list or in limbo at once. */
+  if (aoi__reserve(a, (void **)&w->free_handles, &w->free_capacity, cap, sizeof(uint32_t)) != 0 ||
+      aoi__reserve(a, (void **)&w->limbo, &w->limbo_capacity, cap, sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
+  /* Only now is the new capacity usable: every array has it. */
+  memset(host + old, 0, sizeof(*host) * (cap - old));
+  memset(location + old, 0xff, sizeof(*location) * (cap - old));
+  memset(outbox + old, 0, sizeof(*outbox) * (cap - old));
+  memset(in_pending + old, 0, cap - old);
+  w->handle_capacity = cap;
+  return 0;
+}
+
+static uint32_t take_handle(aoi_world *w)
+{
+  if (w->free_count > 0)
+    return w->free_handles[--w->free_count];
+  return w->handle_count++;
+}
+
+/* ---- op queues ---------------------------------------------------------- */
+
+/* Pushes a chunk (or the end marker) onto a shard ring, growing the ring if
+   it is full. Host thread, workers idle. */
+static int push_chunk(aoi_world *w, unsigned shard, aoi__chunk *chunk)
+{
+  aoi__shard *s = &w->shards[shard];
+  if (aoi__ring_count(s->ops) >= aoi__ring_capacity(s->ops)) {
+    int rc = aoi__ring_grow(&w->allocator, &s->ops);
+    if (rc != 0)
+      return rc;
+  }
+  if (chunk != &aoi__chunk_end)
+    w->chunks_used[w->chunks_used_count++] = chunk;
+  return aoi__ring_push(s->ops, chunk) == 0 ? 0 : AOI_ENOMEM;
+}
+
+/* Makes sure the shard's current chunk has room for one op. */
+static int reserve_op(aoi_world *w, unsigned shard)
+{
+  aoi__chunk *c = w->current[shard];
+  if (c != NULL && c->count < AOI__CHUNK_OPS)
+    return 0;
+  const aoi_allocator *a = &w->allocator;
+  if (c != NULL) {
+    int rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
+                          w->chunks_used_count + 1, sizeof(aoi__chunk *));
+    if (rc != 0)
+      return rc;
+  }
+  aoi__chunk *fresh = w->chunk_pool;
+  if (fresh != NULL) {
+    w->chunk_pool = fresh->next;
+  } else if ((fresh = aoi__alloc(a, sizeof(aoi__chunk))) == NULL) {
+    return AOI_ENOMEM;
+  }
+  if (c != NULL) {
+    int rc = push_chunk(w, shard, c);
+    if (rc != 0) {
+      fresh->next = w->chunk_pool;
+      w->chunk_pool = fresh;
+      return rc;
+    }
+  }
+  fresh->count = 0;
+  fresh->next = NULL;
+  w->current[shard] = fresh;
+  return 0;
+}
+
+static void queue_op(aoi_world *w, unsigned shard, const aoi__op *op)
+{
+  aoi__chunk *c = w->current[shard];
+  c->ops[c->count++] = *op;
+}
+
+/* The shard whose ring gets this entity's ops. */
+static unsigned route(const aoi_world *w, uint32_t h)
+{
+  if (w->host[h].born > w->tick)
+    return w->host[h].shard;
+  return w->location[h].shard;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static bool radius_ok(const aoi_world *w, float radius)
+{
+  return isfinite(radius) && radius >= 0 && radius <= w->config.max_radius;
+}
+
+int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
+            unsigned flags, uint32_t layers, uint32_t interest)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  if (aoi__idmap_get(&w->ids, id) != AOI__NONE)
+    return AOI_EEXIST;
+  if (flags == 0 || (flags & ~(AOI_WATCHER | AOI_MARKER)) != 0)
+    return AOI_EFLAGS;
+  if (!isfinite(x) || !isfinite(y))
+    return AOI_ECOORD;
+  if (!radius_ok(w, radius))
+    return AOI_ERADIUS;
+  unsigned shard = aoi__layout_shard(&w->layout, x, y);
+  int rc;
+  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids)) != 0 ||
+      (rc = reserve_handle(w)) != 0 || (rc = reserve_op(w, shard)) != 0)
+    return rc;
+  uint32_t h = take_handle(w);
+  aoi__host_entity *e = &w->host[h];
+  e->id = id;
+  e->born = w->tick + 1;
+  e->radius = radius;
+  e->flags = flags | AOI__LIVE;
+  e->shard = shard;
+  w->outbox[h].count = 0;
+  aoi__idmap_put(&w->ids, id, h);
+  w->live++;
+  if (flags & AOI_WATCHER) {
+    w->watchers++;
+    if (radius > w->radius_high)
+      w->radius_high = radius;
+  }
+  aoi__op op = {AOI__OP_ADD, h, id, x, y, radius, flags, layers, interest};
+  queue_op(w, shard, &op);
+  return 0;
+}
+
+/* Looks up a live id; AOI__NONE if it is not live. */
+static uint32_t live_handle(const aoi_world *w, uint64_t id)
+{
+  return aoi__idmap_get(&w->ids, id);
+}
+
+int aoi_move(aoi_world *w, uint64_t id, float x, float y)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  if (!isfinite(x) || !isfinite(y))
+    return AOI_ECOORD;
+  unsigned shard = route(w, h);
+  int rc = reserve_op(w, shard);
+  if (rc != 0)
+    return rc;
+  aoi__op op = {AOI__OP_MOVE, h, id, x, y, 0, 0, 0, 0};
+  queue_op(w, shard, &op);
+  return 0;
+}
+
+int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  if (!radius_ok(w, radius))
+    return AOI_ERADIUS;
+  unsigned shard = route(w, h);
+  int rc = reserve_op(w, shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  if (e->flags & AOI_WATCHER) {
+    if (radius > w->radius_high)
+      w->radius_high = radius;
+    else if (e->radius == w->radius_high && radius < e->radius)
+      w->radius_high_dirty = true;
+  }
+  e->radius = radius;
+  aoi__op op = {AOI__OP_RADIUS, h, id, 0, 0, radius, 0, 0, 0};
+  queue_op(w, shard, &op);
+  return 0;
+}
+
+int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
+                   uint32_t interest)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  unsigned shard = route(w, h);
+  int rc = reserve_op(w, shard);
+  if (rc != 0)
+    return rc;
+  aoi__op op = {AOI__OP_LAYERS, h, id, 0, 0, 0, 0, layers, interest};
+  queue_op(w, shard, &op);
+  return 0;
+}
+
+int aoi_remove(aoi_world *w, uint64_t id)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  unsigned shard = route(w, h);
+  int rc = reserve_op(w, shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  aoi__idmap_del(&w->ids, id);
+  e->flags &= ~AOI__LIVE;
+  w->live--;
+  if (e->flags & AOI_WATCHER) {
+    w->watchers--;
+    if (e->radius == w->radius_high)
+      w->radius_high_dirty = true;
+    /* A removed watcher's undrained events are dropped now. */
+    w->outbox[h].count = 0;
+    /* Its handle may come back under another id: resort from scratch. */
+    if (w->in_pending[h])
+      w->pending.sorted = 0;
+  }
+  w->limbo[w->limbo_count++] = h;
+  aoi__op op = {AOI__OP_REMOVE, h, id, 0, 0, 0, 0, 0, 0};
+  queue_op(w, shard, &op);
+  return 0;
+}
+
+/* ---- tick --------------------------------------------------------------- */
+
+static void recompute_radius_high(aoi_world *w)
+{
+  float high = 0;
+  for (uint32_t h = 0; h < w->handle_count; h++) {
+    const aoi__host_entity *e = &w->host[h];
+    if ((e->flags & (AOI__LIVE | AOI_WATCHER)) == (AOI__LIVE | AOI_WATCHER) &&
+        e->radius > high)
+      high = e->radius;
+  }
+  w->radius_high = high;
+  w->radius_high_dirty = false;
+}
+
+int aoi_tick(aoi_world *w)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint64_t started = aoi__now_ns();
+  const aoi_allocator *a = &w->allocator;
+  int rc;
+  /* Every watcher handle may become pending: reserve it all up front so
+     that collecting them after the tick cannot fail. */
+  if ((rc = aoi__reserve(a, (void **)&w->pending.handles, &w->pending.capacity,
+                         w->handle_count + 1, sizeof(uint32_t))) != 0)
+    return rc;
+  if ((rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
+                         w->chunks_used_count + w->shard_count, sizeof(aoi__chunk *))) != 0)
+    return rc;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__ring *ring = w->shards[s].ops;
+    while (aoi__ring_capacity(ring) < aoi__ring_count(ring) + 2) {
+      if ((rc = aoi__ring_grow(a, &w->shards[s].ops)) != 0)
+        return rc;
+      ring = w->shards[s].ops;
+    }
+  }
+  /* From here on nothing can fail before the workers run. */
+  if (w->radius_high_dirty)
+    recompute_radius_high(w);
+  double reach = (double)w->radius_high + (double)w->config.hysteresis;
+  double extent = aoi__reach_extent(&w->shape, reach);
+  w->command.tick = w->tick + 1;
+  w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
+  w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
+                             ? fmax(w->shape.cell, reach)
+                             : fmax(reach, 1e-3);
+  w->command.shutdown = 0;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__chunk *c = w->current[s];
+    if (c != NULL) {
+      w->current[s] = NULL;
+      (void)push_chunk(w, s, c);
+    }
+    (void)push_chunk(w, s, &aoi__chunk_end);
+  }
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    while (aoi__ring_push(k->control, &w->command) != 0)
+      ; /* holds 3; at most one command is ever in flight */
+    aoi__bell_ring(&k->bell);
+  }
+  unsigned done = 0;
+  while (done < w->threads) {
+    uint32_t seen = aoi__bell_read(&w->host_bell);
+    for (unsigned i = 0; i < w->threads; i++)
+      while (aoi__ring_pop(w->workers[i].done) != NULL)
+        done++;
+    if (done < w->threads)
+      aoi__bell_wait(&w->host_bell, seen);
+  }
+  w->tick++;
+
+  /* The workers are idle: collect, recycle, count. */
+  rc = 0;
+  aoi_stats *st = &w->stats;
+  memset(st->phase_ns, 0, sizeof(st->phase_ns));
+  st->ghosts = st->handoffs = st->events = 0;
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    if (k->error != 0)
+      rc = k->error;
+    for (uint32_t j = 0; j < k->new_pending_count; j++) {
+      uint32_t h = k->new_pending[j];
+      if (!w->in_pending[h]) {
+        w->in_pending[h] = 1;
+        w->pending.handles[w->pending.count++] = h;
+      }
+    }
+    k->new_pending_count = 0;
+    for (int p = 0; p < AOI_PHASE_COUNT; p++)
+      if (k->phase_ns[p] > st->phase_ns[p])
+        st->phase_ns[p] = k->phase_ns[p];
+    st->ghosts += k->ghosts;
+    st->handoffs += k->handoffs;
+    st->events += k->events_made;
+  }
+  for (uint32_t i = 0; i < w->chunks_used_count; i++) {
+    w->chunks_used[i]->next = w->chunk_pool;
+    w->chunk_pool = w->chunks_used[i];
+  }
+  w->chunks_used_count = 0;
+  for (uint32_t i = 0; i < w->limbo_count; i++)
+    w->free_handles[w->free_count++] = w->limbo[i];
+  w->limbo_count = 0;
+  w->last_ghost_reach = w->command.ghost_reach;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    w->shard_entities[s] = w->shards[s].count;
+    w->shard_ns[s] = w->shards[s].compute_ns;
+  }
+  st->tick = w->tick;
+  st->entities = w->live;
+  st->watchers = w->watchers;
+  st->tick_ns = aoi__now_ns() - started;
+  return rc;
+}
+
+/* ---- outboxes ----------------------------------------------------------- */
+
+int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
+              size_t *count)
+{
+  if (w == NULL || events == NULL || count == NULL)
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  aoi__outbox *o = &w->outbox[h];
+  *events = o->events;
+  *count = o->count;
+  o->count = 0;
+  return 0;
+}
+
+int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
+{
+  if (w == NULL || ids == NULL || count == NULL)
+    return AOI_EINVAL;
+  int rc = aoi__pending_sort(w);
+  if (rc != 0)
+    return rc;
+  *ids = w->pending.ids;
+  *count = w->pending.count;
+  return 0;
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+static int compare_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int collect(aoi_world *w, uint32_t n, uint64_t id)
+{
+  int rc = aoi__reserve(&w->allocator, (void **)&w->query_ids,
+                        &w->query_capacity, n + 1, sizeof(uint64_t));
+  if (rc == 0)
+    w->query_ids[n] = id;
+  return rc;
+}
+
+static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
+                   size_t *count)
+{
+  if (n > 1)
+    qsort(w->query_ids, n, sizeof(uint64_t), compare_u64);
+  for (uint32_t i = 0; i < n && i < capacity; i++)
+    ids[i] = w->query_ids[i];
+  *count = n;
+}
+
+/* Calls visit(shard) for every shard whose rectangle meets the box. */
+static void shards_in_box(const aoi_world *w, const double box[4],
+                          unsigned range[4])
+{
+  range[0] = aoi__layout_col(&w->layout, box[0]);
+  range[1] = aoi__layout_row(&w->layout, box[1]);
+  range[2] = aoi__layout_col(&w->layout, box[2]);
+  range[3] = aoi__layout_row(&w->layout, box[3]);
+}
+
+int aoi_query_circle(aoi_world *w, float x, float y, float radius,
+                     uint32_t layer_mask, uint64_t *ids, size_t capacity,
+                     size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  if (!isfinite(x) || !isfinite(y))
+    return AOI_ECOORD;
+  if (!isfinite(radius) || radius < 0)
+    return AOI_ERADIUS;
+  aoi__shape circle = {AOI_SHAPE_CIRCLE, 0};
+  double box[4];
+  aoi__reach_box(&circle, x, y, radius, box);
+  unsigned sr[4];
+  shards_in_box(w, box, sr);
+  uint32_t n = 0;
+  for (unsigned row = sr[1]; row <= sr[3]; row++)
+    for (unsigned col = sr[0]; col <= sr[2]; col++) {
+      const aoi__grid *g = &w->shards[row * w->layout.cols + col].grid;
+      if (g->count == 0)
+        continue;
+      uint32_t r[4];
+      aoi__grid_range(g, box, r);
+      for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+        for (uint32_t i = g->start[cy * g->width + r[0]];
+             i < g->start[cy * g->width + r[2] + 1]; i++) {
+          const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_MARKER;
+          if ((g->info[i] & want) != want || (g->layers[i] & layer_mask) == 0)
+            continue;
+          if (!aoi__within(&circle, x, y, g->x[i], g->y[i], radius))
+            continue;
+          if (collect(w, n, g->id[i]) != 0)
+            return AOI_ENOMEM;
+          n++;
+        }
+    }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}
+
+/* The shard record of a live, applied handle, or NULL. */
+static const aoi__entity *applied(const aoi_world *w, uint32_t h)
+{
+  if (w->host[h].born > w->tick)
+    return NULL;
+  const aoi__location *loc = &w->location[h];
+  return &w->shards[loc->shard].entities[loc->slot];
+}
+
+int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
+             size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  const aoi__entity *e = applied(w, h);
+  size_t n = e != NULL ? e->view.count : 0;
+  for (size_t i = 0; i < n && i < capacity; i++)
+    ids[i] = e->view.items[i].id;
+  *count = n;
+  return 0;
+}
+
+static bool view_holds(const aoi__view *v, uint64_t id, uint32_t handle)
+{
+  uint32_t lo = 0, hi = v->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (v->items[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < v->count && v->items[lo].id == id && v->items[lo].handle == handle;
+}
+
+int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
+                    size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  uint32_t h = live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  const aoi__entity *e = applied(w, h);
+  uint32_t n = 0;
+  if (e != NULL && (e->flags & AOI_MARKER)) {
+    double d = w->last_ghost_reach;
+    double box[4] = {e->x - d, e->y - d, e->x + d, e->y + d};
+    unsigned sr[4];
+    shards_in_box(w, box, sr);
+    for (unsigned row = sr[1]; row <= sr[3]; row++)
+      for (unsigned col = sr[0]; col <= sr[2]; col++) {
+        const aoi__shard *s = &w->shards[row * w->layout.cols + col];
+        const aoi__grid *g = &s->grid;
+        if (g->count == 0)
+          continue;
+        uint32_t r[4];
+        aoi__grid_range(g, box, r);
+        for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+          for (uint32_t i = g->start[cy * g->width + r[0]];
+               i < g->start[cy * g->width + r[2] + 1]; i++) {
+            const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+            if ((g->info[i] & want) != want)
+              continue;
+            if (!view_holds(&s->entities[g->slot[i]].view, e->id, h))
+              continue;
+            if (collect(w, n, g->id[i]) != 0)
+              return AOI_ENOMEM;
+            n++;
+          }
+      }
+  }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}

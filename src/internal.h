@@ -1,0 +1,411 @@
+/*
+ * internal.h: declarations shared by the library's files, all prefixed aoi__.
+ *
+ * Who owns what (the one rule every file keeps):
+ *
+ *  - The host thread owns the world between ticks: the id map, the handle
+ *    table (struct aoi__host_entity), the op chunks it is filling, the
+ *    pending list, and (between ticks) every outbox and the location table.
+ *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
+ *    for every entity handle its shards own, that handle's entry in the
+ *    location table (world->location) and, for watchers, its outbox
+ *    (world->outbox). Ownership of a handle moves with the entity: a handoff
+ *    message through a ring carries it from one worker to the next.
+ *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
+ *    (op chunks), host -> worker (tick commands), worker -> worker (handoff
+ *    and ghost batches), worker -> host (tick done). A push publishes with
+ *    release and a pop acquires, so what the producer wrote before the push
+ *    is visible to the consumer after the pop. Bells (sync.c) only wake
+ *    sleepers; they carry no data.
+ *
+ * Handles are 32-bit indices into the per-handle tables. A removed entity's
+ * handle is reused only after the tick that applied the removal, when no view
+ * can still hold it.
+ */
+#ifndef AOI_INTERNAL_H
+#define AOI_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aoi.h"
+
+#define AOI__NONE UINT32_MAX
+#define AOI__MAX_THREADS 256u
+#define AOI__MAX_SHARDS 4096u
+#define AOI__CHUNK_OPS 1024u
+
+/* ---- allocation (world.c) ---------------------------------------------- */
+
+void *aoi__alloc(const aoi_allocator *a, size_t size);
+void *aoi__calloc(const aoi_allocator *a, size_t size);
+void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
+                   size_t new_size);
+void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
+/* Grows *array (of `elem`-byte items, capacity *cap) to hold at least `need`
+   items, doubling. Returns 0 or AOI_ENOMEM (then nothing changed). */
+int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t need, size_t elem);
+uint64_t aoi__now_ns(void);
+
+/* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */
+
+typedef struct aoi__ring aoi__ring;
+/* A ring that holds at least `capacity` pointers. NULL on failure. */
+aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity);
+void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring);
+/* Producer side only. Returns 0, or -1 when the ring is full. */
+int aoi__ring_push(aoi__ring *ring, void *item);
+/* Consumer side only. Returns the oldest item, or NULL when empty. */
+void *aoi__ring_pop(aoi__ring *ring);
+unsigned aoi__ring_capacity(const aoi__ring *ring);
+/* Items queued; exact only when the ring is quiescent. */
+unsigned aoi__ring_count(const aoi__ring *ring);
+/* Doubles the capacity, keeping the items. Only while no other thread uses
+   the ring (the host between ticks). Returns 0 or AOI_ENOMEM. */
+int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring);
+/* Invariant check (ck_ring_valid). */
+bool aoi__ring_valid(const aoi__ring *ring);
+
+/* ---- bells (sync.c) ----------------------------------------------------- */
+
+/* A bell wakes a thread that waits for ring traffic. The waiter reads the
+   sequence, tries its rings, and waits only if the sequence did not move. It
+   spins, then yields, then sleeps on a condition variable; the mutex is taken
+   only when somebody sleeps. */
+typedef struct aoi__bell {
+  _Atomic uint32_t sequence;
+  _Atomic uint32_t sleepers;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+} aoi__bell;
+
+int aoi__bell_init(aoi__bell *bell);
+void aoi__bell_destroy(aoi__bell *bell);
+uint32_t aoi__bell_read(aoi__bell *bell);
+void aoi__bell_ring(aoi__bell *bell);
+void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
+
+/* ---- id map (idmap.c): uint64 id -> uint32 handle, host thread only ---- */
+
+typedef struct aoi__idmap {
+  uint64_t *keys;
+  uint32_t *values; /* AOI__NONE marks an empty slot */
+  uint32_t capacity; /* a power of two, or 0 */
+  uint32_t count;
+} aoi__idmap;
+
+void aoi__idmap_init(aoi__idmap *map);
+void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map);
+uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id);
+/* Makes room for one more key; call before aoi__idmap_put. */
+int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map);
+void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle);
+void aoi__idmap_del(aoi__idmap *map, uint64_t id);
+bool aoi__idmap_valid(const aoi__idmap *map);
+
+/* ---- geometry (grid.c): pure functions, no threads --------------------- */
+
+typedef struct aoi__shape {
+  aoi_shape kind;
+  double cell; /* AOI_SHAPE_CELLS */
+} aoi__shape;
+
+/* Whether B at (bx, by) is within reach `reach` of A at (ax, ay). */
+bool aoi__within(const aoi__shape *shape, float ax, float ay, float bx,
+                 float by, double reach);
+/* A box [x0, x1] x [y0, y1] that holds every point within `reach` of (x, y),
+   slightly inflated so that float rounding can never drop one. */
+void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
+                    double box[4]);
+/* The largest per-axis distance at which anything can be within `reach`. */
+double aoi__reach_extent(const aoi__shape *shape, double reach);
+
+/* Shard layout: cols x rows rectangles split at xcut / ycut. Column c holds
+   xcut[c-1] <= x < xcut[c]; the edge columns extend to infinity. */
+typedef struct aoi__layout {
+  unsigned cols, rows;
+  double *xcut; /* cols - 1 cuts, ascending */
+  double *ycut; /* rows - 1 cuts, ascending */
+} aoi__layout;
+
+int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
+                     unsigned shards, double min_x, double min_y,
+                     double max_x, double max_y);
+void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout);
+unsigned aoi__layout_col(const aoi__layout *layout, double x);
+unsigned aoi__layout_row(const aoi__layout *layout, double y);
+unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
+
+/* Uniform spatial grid over one shard's entries, rebuilt every tick by a
+   counting sort; entries are stored by cell, structure of arrays. */
+#define AOI__ENTRY_MARKER 1u
+#define AOI__ENTRY_WATCHER 2u
+#define AOI__ENTRY_OWNED 4u
+#define AOI__ENTRY_MOVED 8u
+
+typedef struct aoi__grid {
+  double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
+  uint32_t width, height;
+  uint32_t *start; /* width * height + 1 offsets */
+  uint32_t start_capacity;
+  uint32_t count, capacity;
+  float *x, *y;
+  uint64_t *id;
+  uint32_t *handle, *layers, *info;
+  uint32_t *slot; /* owned entries: index in the shard's entity array */
+  uint32_t *cell; /* scratch for the build */
+} aoi__grid;
+
+/* One entry to index. */
+typedef struct aoi__grid_item {
+  float x, y;
+  uint64_t id;
+  uint32_t handle, layers, info, slot;
+} aoi__grid_item;
+
+void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid);
+/* Indexes `count` items with cells of side about `cell_size`. */
+int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
+                    const aoi__grid_item *items, uint32_t count,
+                    double cell_size);
+/* The inclusive cell range that covers box[4] (x0, y0, x1, y1). */
+void aoi__grid_range(const aoi__grid *grid, const double box[4],
+                     uint32_t range[4]);
+bool aoi__grid_valid(const aoi__grid *grid);
+
+/* ---- outboxes and the pending list (outbox.c) -------------------------- */
+
+typedef struct aoi__outbox {
+  aoi_event *events;
+  uint32_t count, capacity;
+} aoi__outbox;
+
+int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
+                       const aoi_event *events, uint32_t count);
+void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
+
+/* The watchers with undrained events, kept sorted by id lazily. Host only. */
+typedef struct aoi__pending {
+  uint32_t *handles; /* in the list, in no order past `sorted` */
+  uint32_t count, capacity, sorted;
+  uint64_t *ids; /* the answer of the last aoi_pending */
+  uint32_t ids_capacity;
+  uint32_t *scratch;
+  uint32_t scratch_capacity;
+} aoi__pending;
+
+/* ---- entities, shards, workers, world ---------------------------------- */
+
+typedef enum aoi__op_kind {
+  AOI__OP_ADD = 1,
+  AOI__OP_MOVE,
+  AOI__OP_RADIUS,
+  AOI__OP_LAYERS,
+  AOI__OP_REMOVE
+} aoi__op_kind;
+
+typedef struct aoi__op {
+  uint32_t kind;
+  uint32_t handle;
+  uint64_t id;
+  float x, y, radius;
+  uint32_t flags, layers, interest;
+} aoi__op;
+
+typedef struct aoi__chunk {
+  uint32_t count;
+  struct aoi__chunk *next; /* in the host's free list */
+  aoi__op ops[AOI__CHUNK_OPS];
+} aoi__chunk;
+
+/* One entry of a watcher's view: sorted by id. */
+typedef struct aoi__seen {
+  uint64_t id;
+  uint32_t handle;
+  uint32_t reserved;
+} aoi__seen;
+
+typedef struct aoi__view {
+  aoi__seen *items;
+  uint32_t count, capacity;
+} aoi__view;
+
+/* An entity as its owning shard holds it. */
+typedef struct aoi__entity {
+  uint64_t id;
+  uint32_t handle;
+  uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
+  float x, y;     /* now */
+  float px, py;   /* at the end of the last tick (valid when touched) */
+  float radius;
+  uint32_t layers, interest;
+  uint64_t touched; /* the last tick whose ops moved or added it */
+  aoi__view view;
+} aoi__entity;
+
+/* A read-only copy of a marker owned by another shard. */
+typedef struct aoi__ghost {
+  uint64_t id;
+  uint32_t handle, layers;
+  float x, y;
+  uint32_t moved;
+  uint32_t shard; /* destination, in batches */
+} aoi__ghost;
+
+typedef struct aoi__handoff {
+  uint32_t shard; /* destination */
+  aoi__entity entity;
+} aoi__handoff;
+
+/* Where a handle lives: written only by its owning worker during a tick. */
+typedef struct aoi__location {
+  uint32_t shard, slot;
+} aoi__location;
+
+typedef struct aoi__shard {
+  uint32_t index;
+  aoi__ring *ops; /* host -> shard: op chunks, then the end marker */
+  aoi__entity *entities;
+  uint32_t count, capacity;
+  aoi__ghost *ghosts;
+  uint32_t ghost_count, ghost_capacity;
+  uint32_t *touched; /* handles moved or added this tick */
+  uint32_t touched_count, touched_capacity;
+  aoi__grid grid;
+  aoi__grid_item *items;
+  uint32_t items_capacity;
+  uint64_t compute_ns;
+} aoi__shard;
+
+/* A batch of messages from one worker to another for one phase. */
+typedef struct aoi__batch {
+  uint32_t phase; /* AOI_PHASE_APPLY (handoffs) or AOI_PHASE_EXCHANGE */
+  uint32_t count, capacity;
+  void *items; /* aoi__handoff or aoi__ghost */
+} aoi__batch;
+
+typedef struct aoi__tick_command {
+  uint64_t tick;
+  double ghost_reach; /* per-axis distance within which markers are ghosted */
+  double cell_size;   /* grid cell side */
+  int shutdown;
+} aoi__tick_command;
+
+typedef struct aoi__candidate {
+  uint64_t id;
+  uint32_t handle;
+  uint32_t info; /* AOI__ENTRY_MOVED | inner (bit 16) */
+  float x, y;
+} aoi__candidate;
+
+typedef struct aoi__worker {
+  struct aoi_world *world;
+  uint32_t index;
+  pthread_t thread;
+  bool started;
+  aoi__ring *control; /* host -> worker: tick commands */
+  aoi__ring *done;    /* worker -> host: tick finished */
+  aoi__bell bell;     /* rung by the host and by peers */
+  aoi__batch *handoffs_out; /* one per peer worker */
+  aoi__batch *ghosts_out;
+  /* compute scratch */
+  aoi__candidate *candidates;
+  uint32_t candidate_capacity;
+  aoi_event *events;
+  uint32_t event_capacity;
+  aoi__seen *next_view;
+  uint32_t next_view_capacity;
+  uint32_t *new_pending; /* watchers whose outbox became non-empty */
+  uint32_t new_pending_count, new_pending_capacity;
+  /* results of the last tick */
+  int error;
+  uint64_t phase_ns[AOI_PHASE_COUNT];
+  uint64_t handoffs, ghosts, events_made;
+} aoi__worker;
+
+/* The host's record of a handle. */
+#define AOI__LIVE 4u
+typedef struct aoi__host_entity {
+  uint64_t id;
+  uint64_t born;  /* the tick that first applies it */
+  float radius;
+  uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__LIVE */
+  uint32_t shard; /* where its ops go until `born` has been applied */
+} aoi__host_entity;
+
+struct aoi_world {
+  aoi_config config;
+  aoi_allocator allocator;
+  aoi__shape shape;
+  unsigned threads, shard_count;
+  aoi__layout layout;
+  aoi__worker *workers;
+  aoi__shard *shards;
+  aoi__ring **peer; /* peer[from * threads + to] */
+  aoi__bell host_bell;
+  aoi__tick_command command;
+
+  /* host side */
+  aoi__idmap ids;
+  aoi__host_entity *host;
+  uint32_t handle_capacity, handle_count; /* high-water mark */
+  aoi__location *location;                /* per handle */
+  aoi__outbox *outbox;                    /* per handle */
+  uint8_t *in_pending;                    /* per handle */
+  uint32_t *free_handles;
+  uint32_t free_count, free_capacity;
+  uint32_t *limbo; /* removed this tick, free after it */
+  uint32_t limbo_count, limbo_capacity;
+  aoi__pending pending;
+  aoi__chunk **current; /* per shard: the chunk being filled */
+  aoi__chunk *chunk_pool;
+  aoi__chunk **chunks_used; /* pushed this tick */
+  uint32_t chunks_used_count, chunks_used_capacity;
+  uint64_t tick;
+  uint64_t live, watchers;
+  float radius_high; /* >= every live watcher's radius */
+  bool radius_high_dirty;
+  double last_ghost_reach;
+  double last_cell_size;
+  uint64_t *query_ids;
+  uint32_t query_capacity;
+
+  /* stats of the last tick */
+  aoi_stats stats;
+  uint32_t *shard_entities;
+  uint64_t *shard_ns;
+};
+
+/* The end-of-ops marker on a host -> shard ring. */
+extern aoi__chunk aoi__chunk_end;
+
+/* shard.c */
+void *aoi__worker_main(void *arg);
+unsigned aoi__worker_of(const struct aoi_world *world, unsigned shard);
+int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
+                      aoi__location *location, const aoi__entity *entity);
+void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard);
+void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
+                      unsigned threads);
+bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
+
+/* host.c */
+int aoi__host_init(struct aoi_world *world);
+void aoi__host_free(struct aoi_world *world);
+
+/* outbox.c: pending list */
+void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending);
+int aoi__pending_add(const aoi_allocator *a, aoi__pending *pending,
+                     uint32_t handle);
+/* Drops handles whose outbox is empty, sorts by id, fills pending->ids. */
+int aoi__pending_sort(struct aoi_world *world);
+
+/* world.c: an invariant walk of the whole world, for tests (host only,
+   between ticks). Returns true when every structure is consistent. */
+AOI_EXPORT bool aoi__world_valid(struct aoi_world *world);
+
+#endif /* AOI_INTERNAL_H */

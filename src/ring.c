@@ -1,0 +1,186 @@
+/*
+ * ring.c: the single-producer single-consumer ring every cross-thread message
+ * goes through. This is the only file that includes <ck_ring.h>.
+ *
+ * ThreadSanitizer cannot see ck's inline-asm fences, so a build with
+ * AOI_RING_C11 defined swaps in a ring of the same interface written with C11
+ * atomics; TSan builds use it. Both publish with release on push and read
+ * with acquire on pop, so whatever the producer wrote before a push is
+ * visible to the consumer after the matching pop.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#ifndef AOI_RING_C11
+#include <ck_ring.h>
+
+struct aoi__ring {
+  struct ck_ring ring;
+  struct ck_ring_buffer *buffer;
+  unsigned size; /* a power of two; holds size - 1 items */
+};
+
+static unsigned ring_size_for(unsigned capacity)
+{
+  unsigned size = 4;
+  while (size - 1 < capacity)
+    size <<= 1;
+  return size;
+}
+
+aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity)
+{
+  aoi__ring *ring = aoi__calloc(a, sizeof(*ring));
+  if (ring == NULL)
+    return NULL;
+  ring->size = ring_size_for(capacity);
+  ring->buffer = aoi__calloc(a, sizeof(*ring->buffer) * ring->size);
+  if (ring->buffer == NULL) {
+    aoi__free(a, ring, sizeof(*ring));
+    return NULL;
+  }
+  ck_ring_init(&ring->ring, ring->size);
+  return ring;
+}
+
+void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
+{
+  if (ring == NULL)
+    return;
+  aoi__free(a, ring->buffer, sizeof(*ring->buffer) * ring->size);
+  aoi__free(a, ring, sizeof(*ring));
+}
+
+int aoi__ring_push(aoi__ring *ring, void *item)
+{
+  /* ck_ring_enqueue_spsc fences stores before it publishes the slot. */
+  return ck_ring_enqueue_spsc(&ring->ring, ring->buffer, item) ? 0 : -1;
+}
+
+void *aoi__ring_pop(aoi__ring *ring)
+{
+  void *item;
+  /* ck_ring_dequeue_spsc fences loads after it sees the producer's tail. */
+  if (!ck_ring_dequeue_spsc(&ring->ring, ring->buffer, &item))
+    return NULL;
+  return item;
+}
+
+unsigned aoi__ring_capacity(const aoi__ring *ring)
+{
+  return ck_ring_capacity(&ring->ring) - 1;
+}
+
+unsigned aoi__ring_count(const aoi__ring *ring)
+{
+  return ck_ring_size(&ring->ring);
+}
+
+bool aoi__ring_valid(const aoi__ring *ring)
+{
+  return ck_ring_valid(&ring->ring);
+}
+
+#else /* AOI_RING_C11 */
+
+struct aoi__ring {
+  _Alignas(64) _Atomic unsigned head; /* next slot to pop (consumer) */
+  _Alignas(64) _Atomic unsigned tail; /* next slot to push (producer) */
+  _Alignas(64) void **slots;
+  unsigned size; /* a power of two; holds size - 1 items */
+};
+
+static unsigned ring_size_for(unsigned capacity)
+{
+  unsigned size = 4;
+  while (size - 1 < capacity)
+    size <<= 1;
+  return size;
+}
+
+aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity)
+{
+  aoi__ring *ring = aoi__calloc(a, sizeof(*ring));
+  if (ring == NULL)
+    return NULL;
+  ring->size = ring_size_for(capacity);
+  ring->slots = aoi__calloc(a, sizeof(void *) * ring->size);
+  if (ring->slots == NULL) {
+    aoi__free(a, ring, sizeof(*ring));
+    return NULL;
+  }
+  atomic_init(&ring->head, 0);
+  atomic_init(&ring->tail, 0);
+  return ring;
+}
+
+void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
+{
+  if (ring == NULL)
+    return;
+  aoi__free(a, ring->slots, sizeof(void *) * ring->size);
+  aoi__free(a, ring, sizeof(*ring));
+}
+
+int aoi__ring_push(aoi__ring *ring, void *item)
+{
+  unsigned tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+  /* acquire: the consumer is done with the slot it released */
+  unsigned head = atomic_load_explicit(&ring->head, memory_order_acquire);
+  if (tail - head >= ring->size - 1)
+    return -1;
+  ring->slots[tail & (ring->size - 1)] = item;
+  /* release: publish the slot and everything written before the push */
+  atomic_store_explicit(&ring->tail, tail + 1, memory_order_release);
+  return 0;
+}
+
+void *aoi__ring_pop(aoi__ring *ring)
+{
+  unsigned head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+  /* acquire: pairs with the producer's release of tail */
+  unsigned tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+  if (head == tail)
+    return NULL;
+  void *item = ring->slots[head & (ring->size - 1)];
+  /* release: the slot may be overwritten once head moves past it */
+  atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+  return item;
+}
+
+unsigned aoi__ring_capacity(const aoi__ring *ring)
+{
+  return ring->size - 1;
+}
+
+unsigned aoi__ring_count(const aoi__ring *ring)
+{
+  unsigned tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+  unsigned head = atomic_load_explicit(&ring->head, memory_order_acquire);
+  return tail - head;
+}
+
+bool aoi__ring_valid(const aoi__ring *ring)
+{
+  unsigned size = ring->size;
+  if (size < 4 || (size & (size - 1)) != 0)
+    return false;
+  return aoi__ring_count(ring) < size;
+}
+
+#endif /* AOI_RING_C11 */
+
+int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring)
+{
+  aoi__ring *old = *ring;
+  aoi__ring *bigger = aoi__ring_create(a, aoi__ring_capacity(old) * 2 + 1);
+  if (bigger == NULL)
+    return AOI_ENOMEM;
+  void *item;
+  while ((item = aoi__ring_pop(old)) != NULL)
+    (void)aoi__ring_push(bigger, item);
+  aoi__ring_destroy(a, old);
+  *ring = bigger;
+  return 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# replay-layouts.sh: every thread and shard layout prints the same bytes.
+#
+# usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN]
+#
+# Replays every TRACE_DIR/*.trace, and with GEN (a gen-trace binary) the
+# traces `GEN 1` .. `GEN 6` write, with --threads 1 --shards 1 as the
+# reference, then with every threads x shards layout below, and checks that
+# stdout, stderr and the exit status equal the reference's. The reference
+# itself must exit 0 or 1 (2 or a signal means the trace was not replayed).
+set -u
+
+usage="usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN]"
+replay=${1:?$usage}
+dir=${2:?$usage}
+gen=${3:-}
+thread_counts="1 2 3 4"
+shard_counts="1 2 3 4 5 7 9 16"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+traces=()
+gen_fail=0
+for trace in "$dir"/*.trace; do
+  [ -e "$trace" ] && traces+=("$trace")
+done
+if [ -n "$gen" ]; then
+  mkdir "$tmp/gen"
+  for seed in 1 2 3 4 5 6; do
+    "$gen" "$seed" >"$tmp/gen/gen-$seed.trace"
+    rc=$?
+    if [ "$rc" = 0 ]; then
+      traces+=("$tmp/gen/gen-$seed.trace")
+    else
+      gen_fail=$((gen_fail + 1))
+      echo "FAIL gen-trace $seed: exit $rc"
+    fi
+  done
+fi
+
+pass=0
+fail=$gen_fail
+if [ "${#traces[@]}" = 0 ]; then
+  fail=$((fail + 1))
+  echo "FAIL no trace in $dir"
+fi
+for trace in "${traces[@]}"; do
+  name=$(basename "$trace" .trace)
+  "$replay" --threads 1 --shards 1 "$trace" >"$tmp/ref.out" 2>"$tmp/ref.err"
+  ref_rc=$?
+  if [ "$ref_rc" != 0 ] && [ "$ref_rc" != 1 ]; then
+    fail=$((fail + 1))
+    echo "FAIL $name (--threads 1 --shards 1): reference exit $ref_rc"
+    head -3 "$tmp/ref.err"
+    continue
+  fi
+  for threads in $thread_counts; do
+    for shards in $shard_counts; do
+      layout="--threads $threads --shards $shards"
+      "$replay" --threads "$threads" --shards "$shards" "$trace" >"$tmp/out" 2>"$tmp/err"
+      rc=$?
+      if [ "$rc" = "$ref_rc" ] && cmp -s "$tmp/out" "$tmp/ref.out" &&
+        cmp -s "$tmp/err" "$tmp/ref.err"; then
+        pass=$((pass + 1))
+      else
+        fail=$((fail + 1))
+        echo "FAIL $name ($layout): exit $rc (reference $ref_rc)"
+        diff "$tmp/ref.out" "$tmp/out" | head -5
+        diff "$tmp/ref.err" "$tmp/err" | head -3
+      fi
+    done
+  done
+done
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

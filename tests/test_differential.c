@@ -1,0 +1,1110 @@
+/*
+ * test_differential.c: the engine against the brute-force model (model.c),
+ * through the public API only.
+ *
+ * Each case is a seed, a shape and a layout (threads, shards). The seed picks
+ * the rest of the config (hysteresis, moves on/off, max radius, cell size,
+ * bounds hint), a population and a number of ticks, and drives a random
+ * stream of operations into both an aoi_world and a model: adds, walks,
+ * teleports (far outside the bounds too), moves onto and across shard
+ * borders and back, removes, same-tick remove + re-add, radius and layer
+ * changes, and bad calls that must fail with the same code and change
+ * nothing. Every call must return what the model returns. After each tick
+ * the engine's outboxes (aoi_pending, aoi_drain) must hold exactly the
+ * model's events; some ticks are not drained, or only in part, so that
+ * outboxes accumulate. Stats, views, watchers_of and circle queries are
+ * compared too, right after ticks and between operations.
+ *
+ * The operations depend on the seed and shape only, so every layout of a
+ * seed replays the same stream. On a failure the stream so far is written as
+ * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
+ * aoi-replay and model-replay can replay.
+ *
+ * Environment: AOI_DIFF_SEEDS=N seeds per shape (default 14, each run on 3
+ * layouts); AOI_DIFF_SEED=S only seed S; AOI_DIFF_LAYOUT=T,M only that
+ * layout; AOI_DIFF_VERBOSE=1 prints one line per case.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aoi.h"
+#include "model.h"
+
+#define DEFAULT_SEEDS 14
+#define LAYOUTS_PER_SEED 3
+#define POOL_MAX 640
+#define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
+
+static const unsigned shard_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16};
+#define SHARD_COUNTS (sizeof shard_counts / sizeof shard_counts[0])
+static const unsigned border_divisors[] = {2, 3, 4, 5, 7, 8, 9, 12, 16};
+#define BORDER_DIVISORS (sizeof border_divisors / sizeof border_divisors[0])
+static const uint32_t masks[] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 1, 2,
+                                 3, 4, 6, 0x80000000u, 0};
+#define MASKS (sizeof masks / sizeof masks[0])
+static const float max_radii[] = {25, 60, 120, 250, 500};
+static const float hystereses[] = {0.5f, 2.5f, 10, 40};
+static const float quanta[] = {0, 0.25f, 0.5f, 1};
+
+/* ---- random numbers (splitmix64: the same stream everywhere) ----------- */
+
+static uint64_t rng_next(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static size_t rng_below(uint64_t *state, size_t n) {
+  return n ? (size_t)(rng_next(state) % n) : 0;
+}
+
+static double rng_unit(uint64_t *state) {
+  return (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int rng_chance(uint64_t *state, double p) { return rng_unit(state) < p; }
+
+static double rng_range(uint64_t *state, double lo, double hi) {
+  return lo + (hi - lo) * rng_unit(state);
+}
+
+/* ---- one case ------------------------------------------------------------ */
+
+typedef struct slot {
+  uint64_t id;
+  int live;
+  unsigned flags;
+  float x, y;
+  size_t live_index;
+  aoi_event *outbox; /* what aoi_drain must give back */
+  size_t outbox_count, outbox_capacity;
+} slot;
+
+typedef struct diff_case {
+  unsigned seed, threads, shards;
+  aoi_config config;
+  uint64_t rng;
+  aoi_world *world;
+  model *m;
+  slot slots[POOL_MAX]; /* sorted by id */
+  size_t slot_count;
+  size_t live[POOL_MAX];
+  size_t live_count;
+  uint32_t tick;
+  unsigned population, ticks;
+  float area_min_x, area_min_y, area_max_x, area_max_y;
+  float quantum;
+  int crowd;
+  float crowd_x, crowd_y, crowd_spread;
+  float borders_x[160], borders_y[160];
+  size_t border_count;
+  char *trace;
+  size_t trace_length, trace_capacity;
+  uint64_t *got_ids, *want_ids; /* POOL_MAX + 16 each */
+  uint64_t events_checked, calls_checked;
+} diff_case;
+
+static diff_case *current; /* freed by the teardown when a case fails */
+
+static const char *shape_name(aoi_shape shape) {
+  return shape == AOI_SHAPE_CIRCLE   ? "circle"
+         : shape == AOI_SHAPE_SQUARE ? "square"
+                                     : "cells";
+}
+
+static const char *code_name(int code) {
+  switch (code) {
+  case 0:
+    return "0";
+  case AOI_EINVAL:
+    return "AOI_EINVAL";
+  case AOI_ENOMEM:
+    return "AOI_ENOMEM";
+  case AOI_EEXIST:
+    return "AOI_EEXIST";
+  case AOI_ENOENT:
+    return "AOI_ENOENT";
+  case AOI_ECOORD:
+    return "AOI_ECOORD";
+  case AOI_ERADIUS:
+    return "AOI_ERADIUS";
+  case AOI_EFLAGS:
+    return "AOI_EFLAGS";
+  case AOI_ESYS:
+    return "AOI_ESYS";
+  default:
+    return "(unknown code)";
+  }
+}
+
+static const char *flags_word(unsigned flags) {
+  return flags == AOI_WATCHER                  ? "W"
+         : flags == AOI_MARKER                 ? "M"
+         : flags == (AOI_WATCHER | AOI_MARKER) ? "WM"
+                                               : "X";
+}
+
+static const char *kind_name(uint32_t kind) {
+  return kind == AOI_LEAVE ? "leave" : kind == AOI_ENTER ? "enter"
+                                   : kind == AOI_MOVE    ? "move"
+                                                         : "(bad kind)";
+}
+
+static void trace_line(diff_case *c, const char *format, ...) {
+  va_list args;
+  char line[256];
+
+  va_start(args, format);
+  int n = vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  if (n < 0)
+    return;
+  size_t length = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  if (c->trace_length + length + 2 > c->trace_capacity) {
+    size_t capacity = 2 * (c->trace_capacity + length + 2);
+    char *grown = realloc(c->trace, capacity);
+    assert_non_null(grown);
+    c->trace = grown;
+    c->trace_capacity = capacity;
+  }
+  memcpy(c->trace + c->trace_length, line, length);
+  c->trace_length += length;
+  c->trace[c->trace_length++] = '\n';
+  c->trace[c->trace_length] = '\0';
+}
+
+/* Reports a mismatch with the case's coordinates, writes the trace so far,
+   and fails the test. */
+static void case_fail(diff_case *c, const char *format, ...) {
+  char message[2048], path[128];
+  va_list args;
+
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  snprintf(path, sizeof path, "diff-seed%u-t%u-s%u-%s.trace", c->seed,
+           c->threads, c->shards, shape_name(c->config.shape));
+  FILE *f = fopen(path, "w");
+  if (f != NULL) {
+    fprintf(f, "# test_differential seed %u threads %u shards %u: %s\n",
+            c->seed, c->threads, c->shards, message);
+    fwrite(c->trace, 1, c->trace_length, f);
+    fclose(f);
+  }
+  fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
+           "max_radius %.9g cell %.9g, tick %u (ticks done %u): %s\n"
+           "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
+           "  rerun: AOI_DIFF_SEED=%u AOI_DIFF_LAYOUT=%u,%u test_differential",
+           c->seed, c->threads, c->shards, shape_name(c->config.shape),
+           (double)c->config.hysteresis, c->config.move_events ? "on" : "off",
+           (double)c->config.max_radius, (double)c->config.cell_size,
+           c->tick + 1, c->tick, message, path, c->threads, c->shards, path,
+           c->seed, c->threads, c->shards);
+}
+
+static void check_code(diff_case *c, const char *call, int got, int want) {
+  c->calls_checked++;
+  if (got != want)
+    case_fail(c, "%s returned %s, the model %s", call, code_name(got),
+              code_name(want));
+}
+
+/* The slot of an id of the pool, or NULL. */
+static slot *slot_of(diff_case *c, uint64_t id) {
+  size_t lo = 0, hi = c->slot_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->slots[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < c->slot_count && c->slots[lo].id == id ? &c->slots[lo] : NULL;
+}
+
+static void set_live(diff_case *c, slot *s, int live) {
+  if (live == s->live)
+    return;
+  if (live) {
+    s->live_index = c->live_count;
+    c->live[c->live_count++] = (size_t)(s - c->slots);
+  } else {
+    size_t last = c->live[--c->live_count];
+    c->live[s->live_index] = last;
+    c->slots[last].live_index = s->live_index;
+    s->outbox_count = 0; /* aoi_remove drops undrained events */
+  }
+  s->live = live;
+}
+
+static slot *pick_live(diff_case *c) {
+  if (c->live_count == 0)
+    return NULL;
+  return &c->slots[c->live[rng_below(&c->rng, c->live_count)]];
+}
+
+/* A slot that is not live, or a live one when few are free (then an add
+   is a bad call that must fail with AOI_EEXIST). */
+static slot *pick_free(diff_case *c) {
+  for (int tries = 0; tries < 8; tries++) {
+    slot *s = &c->slots[rng_below(&c->rng, c->slot_count)];
+    if (!s->live)
+      return s;
+  }
+  return &c->slots[rng_below(&c->rng, c->slot_count)];
+}
+
+/* ---- random values ------------------------------------------------------- */
+
+static float quantize(const diff_case *c, double v) {
+  if (c->quantum > 0)
+    v = floor(v / c->quantum + 0.5) * c->quantum;
+  return (float)v;
+}
+
+static void random_point(diff_case *c, float *x, float *y) {
+  uint64_t *r = &c->rng;
+  if (c->crowd && rng_chance(r, 0.7)) {
+    double dx = (rng_unit(r) + rng_unit(r) + rng_unit(r) - 1.5) * 2;
+    double dy = (rng_unit(r) + rng_unit(r) + rng_unit(r) - 1.5) * 2;
+    *x = quantize(c, c->crowd_x + dx * c->crowd_spread);
+    *y = quantize(c, c->crowd_y + dy * c->crowd_spread);
+    return;
+  }
+  *x = quantize(c, rng_range(r, c->area_min_x, c->area_max_x));
+  *y = quantize(c, rng_range(r, c->area_min_y, c->area_max_y));
+}
+
+/* Anywhere: mostly around the area, sometimes far out, rarely huge. */
+static float teleport_coordinate(diff_case *c, float lo, float hi) {
+  uint64_t *r = &c->rng;
+  double span = (double)hi - (double)lo;
+  double u = rng_unit(r);
+  if (u < 0.8)
+    return quantize(c, rng_range(r, lo - span, hi + span));
+  if (u < 0.97) {
+    double far = pow(10, rng_range(r, 4, 7));
+    return quantize(c, rng_chance(r, 0.5) ? -far : far);
+  }
+  static const float huge[] = {1e20f, -1e20f, 3e38f, -3e38f, FLT_MAX,
+                               -FLT_MAX};
+  return huge[rng_below(r, sizeof huge / sizeof huge[0])];
+}
+
+static float random_radius(diff_case *c) {
+  uint64_t *r = &c->rng;
+  float max = c->config.max_radius;
+  double u = rng_unit(r);
+  if (u < 0.06)
+    return 0;
+  if (u < 0.08)
+    return -0.0f;
+  if (u < 0.16)
+    return max;
+  if (u < 0.6)
+    return (float)floor(rng_range(r, 0, (double)max + 1) > max
+                            ? max
+                            : floor(rng_range(r, 0, (double)max + 1)));
+  return (float)rng_range(r, 0, max);
+}
+
+static uint32_t random_mask(diff_case *c) {
+  return masks[rng_below(&c->rng, MASKS)];
+}
+
+static unsigned random_flags(diff_case *c) {
+  size_t u = rng_below(&c->rng, 4);
+  return u == 0 ? AOI_WATCHER : u == 1 ? AOI_MARKER : AOI_WATCHER | AOI_MARKER;
+}
+
+static float random_border(diff_case *c, int y_axis) {
+  const float *borders = y_axis ? c->borders_y : c->borders_x;
+  float b = borders[rng_below(&c->rng, c->border_count)];
+  size_t u = rng_below(&c->rng, 4);
+  if (u == 0)
+    return nextafterf(b, -INFINITY);
+  if (u == 1)
+    return nextafterf(b, INFINITY);
+  return b;
+}
+
+/* ---- operations on both sides -------------------------------------------- */
+
+static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
+                  unsigned flags, uint32_t layers, uint32_t interest) {
+  char call[192];
+  trace_line(c, "add %" PRIu64 " %.9g %.9g %.9g %s 0x%" PRIx32 " 0x%" PRIx32,
+             id, (double)x, (double)y, (double)radius, flags_word(flags),
+             layers, interest);
+  int want = model_add(c->m, id, x, y, radius, flags, layers, interest);
+  int got = aoi_add(c->world, id, x, y, radius, flags, layers, interest);
+  snprintf(call, sizeof call,
+           "aoi_add(%" PRIu64 ", %.9g, %.9g, r %.9g, flags %u, 0x%" PRIx32
+           ", 0x%" PRIx32 ")",
+           id, (double)x, (double)y, (double)radius, flags, layers, interest);
+  check_code(c, call, got, want);
+  slot *s = slot_of(c, id);
+  if (want == 0 && s != NULL) {
+    set_live(c, s, 1);
+    s->flags = flags;
+    s->x = x;
+    s->y = y;
+  }
+  return want;
+}
+
+static int op_move(diff_case *c, uint64_t id, float x, float y) {
+  char call[128];
+  trace_line(c, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
+  int want = model_move(c->m, id, x, y);
+  int got = aoi_move(c->world, id, x, y);
+  snprintf(call, sizeof call, "aoi_move(%" PRIu64 ", %.9g, %.9g)", id,
+           (double)x, (double)y);
+  check_code(c, call, got, want);
+  slot *s = slot_of(c, id);
+  if (want == 0 && s != NULL) {
+    s->x = x;
+    s->y = y;
+  }
+  return want;
+}
+
+static int op_radius(diff_case *c, uint64_t id, float radius) {
+  char call[128];
+  trace_line(c, "radius %" PRIu64 " %.9g", id, (double)radius);
+  int want = model_set_radius(c->m, id, radius);
+  int got = aoi_set_radius(c->world, id, radius);
+  snprintf(call, sizeof call, "aoi_set_radius(%" PRIu64 ", %.9g)", id,
+           (double)radius);
+  check_code(c, call, got, want);
+  return want;
+}
+
+static int op_layers(diff_case *c, uint64_t id, uint32_t layers,
+                     uint32_t interest) {
+  char call[128];
+  trace_line(c, "layers %" PRIu64 " 0x%" PRIx32 " 0x%" PRIx32, id, layers,
+             interest);
+  int want = model_set_layers(c->m, id, layers, interest);
+  int got = aoi_set_layers(c->world, id, layers, interest);
+  snprintf(call, sizeof call,
+           "aoi_set_layers(%" PRIu64 ", 0x%" PRIx32 ", 0x%" PRIx32 ")", id,
+           layers, interest);
+  check_code(c, call, got, want);
+  return want;
+}
+
+static int op_remove(diff_case *c, uint64_t id) {
+  char call[64];
+  trace_line(c, "remove %" PRIu64, id);
+  int want = model_remove(c->m, id);
+  int got = aoi_remove(c->world, id);
+  snprintf(call, sizeof call, "aoi_remove(%" PRIu64 ")", id);
+  check_code(c, call, got, want);
+  slot *s = slot_of(c, id);
+  if (want == 0 && s != NULL)
+    set_live(c, s, 0);
+  return want;
+}
+
+/* ---- queries --------------------------------------------------------------- */
+
+/* Compares one id query: return codes, then (on success) the total count
+   and the first min(capacity, count) ids, and that nothing was written past
+   `capacity`, nor anything at all on failure. */
+static void compare_ids(diff_case *c, const char *call, int got, int want,
+                        size_t got_count, size_t want_count, size_t capacity) {
+  check_code(c, call, got, want);
+  if (got != 0) {
+    if (got_count != (size_t)SENTINEL)
+      case_fail(c, "%s failed with %s but wrote *count", call, code_name(got));
+    for (size_t i = 0; i < capacity; i++)
+      if (c->got_ids[i] != SENTINEL)
+        case_fail(c, "%s failed with %s but wrote ids[%zu]", call,
+                  code_name(got), i);
+    return;
+  }
+  if (got_count != want_count)
+    case_fail(c, "%s: count %zu, the model %zu", call, got_count, want_count);
+  size_t n = want_count < capacity ? want_count : capacity;
+  for (size_t i = 0; i < n; i++)
+    if (c->got_ids[i] != c->want_ids[i])
+      case_fail(c, "%s: ids[%zu] = %" PRIu64 ", the model %" PRIu64
+                   " (count %zu)",
+                call, i, c->got_ids[i], c->want_ids[i], want_count);
+  for (size_t i = n; i < capacity; i++)
+    if (c->got_ids[i] != SENTINEL)
+      case_fail(c, "%s: wrote ids[%zu] past the %zu found", call, i, n);
+  if (c->got_ids[capacity] != SENTINEL)
+    case_fail(c, "%s: wrote past capacity %zu", call, capacity);
+}
+
+/* A capacity for a query: usually roomy, sometimes short or 0. */
+static size_t random_capacity(diff_case *c) {
+  size_t u = rng_below(&c->rng, 10);
+  if (u == 0)
+    return 0;
+  if (u <= 2)
+    return rng_below(&c->rng, 6);
+  return POOL_MAX + 8;
+}
+
+static void clear_ids(diff_case *c) {
+  for (size_t i = 0; i < POOL_MAX + 16; i++)
+    c->got_ids[i] = SENTINEL;
+}
+
+static void query_view(diff_case *c, uint64_t id, int watchers_of) {
+  char call[96];
+  size_t capacity = random_capacity(c);
+  size_t got_count = (size_t)SENTINEL, want_count = 0;
+  uint64_t *ids = capacity ? c->got_ids : NULL;
+  int got, want;
+
+  clear_ids(c);
+  if (watchers_of) {
+    want = model_watchers_of(c->m, id, c->want_ids, POOL_MAX + 8, &want_count);
+    got = aoi_watchers_of(c->world, id, ids, capacity, &got_count);
+  } else {
+    want = model_view(c->m, id, c->want_ids, POOL_MAX + 8, &want_count);
+    got = aoi_view(c->world, id, ids, capacity, &got_count);
+  }
+  snprintf(call, sizeof call, "%s(%" PRIu64 ", capacity %zu)",
+           watchers_of ? "aoi_watchers_of" : "aoi_view", id, capacity);
+  compare_ids(c, call, got, want, got_count, want_count, capacity);
+}
+
+static void query_circle(diff_case *c) {
+  uint64_t *r = &c->rng;
+  char call[160];
+  float x, y, radius;
+  size_t capacity = random_capacity(c);
+  size_t got_count = (size_t)SENTINEL, want_count = 0;
+  uint32_t mask = rng_chance(r, 0.5) ? 0xffffffffu : random_mask(c);
+  slot *s = pick_live(c);
+
+  if (s != NULL && rng_chance(r, 0.4)) {
+    x = s->x;
+    y = s->y;
+  } else {
+    random_point(c, &x, &y);
+  }
+  radius = random_radius(c);
+  size_t bad = rng_below(r, 30);
+  if (bad == 0)
+    x = NAN;
+  else if (bad == 1)
+    y = INFINITY;
+  else if (bad == 2)
+    radius = -1;
+  else if (bad == 3)
+    radius = NAN;
+  clear_ids(c);
+  int want = model_query_circle(c->m, x, y, radius, mask, c->want_ids,
+                                POOL_MAX + 8, &want_count);
+  int got = aoi_query_circle(c->world, x, y, radius, mask,
+                             capacity ? c->got_ids : NULL, capacity,
+                             &got_count);
+  snprintf(call, sizeof call,
+           "aoi_query_circle(%.9g, %.9g, r %.9g, mask 0x%" PRIx32
+           ", capacity %zu)",
+           (double)x, (double)y, (double)radius, mask, capacity);
+  compare_ids(c, call, got, want, got_count, want_count, capacity);
+}
+
+/* A random id to query: a live one, or any of the pool. */
+static uint64_t query_target(diff_case *c) {
+  slot *s = rng_chance(&c->rng, 0.8) ? pick_live(c) : NULL;
+  return s != NULL ? s->id : c->slots[rng_below(&c->rng, c->slot_count)].id;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static void describe_event(char *out, size_t size, const aoi_event *e) {
+  if (e->kind == AOI_LEAVE)
+    snprintf(out, size, "tick %" PRIu32 " leave %" PRIu64 " (%.9g %.9g)",
+             e->tick, e->id, (double)e->x, (double)e->y);
+  else
+    snprintf(out, size, "tick %" PRIu32 " %s %" PRIu64 " %.9g %.9g", e->tick,
+             kind_name(e->kind), e->id, (double)e->x, (double)e->y);
+}
+
+static int same_event(const aoi_event *a, const aoi_event *b) {
+  /* Positions bit for bit: -0 and 0 print differently. */
+  return a->id == b->id && a->kind == b->kind && a->tick == b->tick &&
+         memcmp(&a->x, &b->x, sizeof a->x) == 0 &&
+         memcmp(&a->y, &b->y, sizeof a->y) == 0;
+}
+
+static void push_expected(slot *s, const aoi_event *e) {
+  if (s->outbox_count == s->outbox_capacity) {
+    size_t capacity = s->outbox_capacity ? 2 * s->outbox_capacity : 16;
+    aoi_event *grown = realloc(s->outbox, capacity * sizeof *grown);
+    assert_non_null(grown);
+    s->outbox = grown;
+    s->outbox_capacity = capacity;
+  }
+  s->outbox[s->outbox_count++] = *e;
+}
+
+static void drain_and_compare(diff_case *c, slot *s) {
+  const aoi_event *events = NULL;
+  size_t count = (size_t)SENTINEL;
+  char got_text[96], want_text[96], call[64];
+
+  int got = aoi_drain(c->world, s->id, &events, &count);
+  snprintf(call, sizeof call, "aoi_drain(%" PRIu64 ")", s->id);
+  check_code(c, call, got, s->live ? 0 : AOI_ENOENT);
+  if (got != 0)
+    return;
+  size_t n = count < s->outbox_count ? count : s->outbox_count;
+  for (size_t i = 0; i < n; i++) {
+    if (!same_event(&events[i], &s->outbox[i])) {
+      describe_event(got_text, sizeof got_text, &events[i]);
+      describe_event(want_text, sizeof want_text, &s->outbox[i]);
+      case_fail(c, "watcher %" PRIu64 ": event %zu of %zu is [%s], the model "
+                   "says [%s] (%zu events in the model)",
+                s->id, i, count, got_text, want_text, s->outbox_count);
+    }
+  }
+  if (count != s->outbox_count) {
+    const aoi_event *extra =
+        count > s->outbox_count ? &events[n] : &s->outbox[n];
+    describe_event(want_text, sizeof want_text, extra);
+    case_fail(c, "watcher %" PRIu64 ": %zu events, the model %zu; first "
+                 "%s: [%s]",
+              s->id, count, s->outbox_count,
+              count > s->outbox_count ? "extra" : "missing", want_text);
+  }
+  c->events_checked += count;
+  s->outbox_count = 0;
+}
+
+/* aoi_pending must list exactly the live watchers whose expected outbox is
+   not empty; then drains all of them, some, or none. */
+static void check_outboxes(diff_case *c, int mode) {
+  const uint64_t *pending = NULL;
+  size_t count = 0, want = 0;
+  int rc = aoi_pending(c->world, &pending, &count);
+  check_code(c, "aoi_pending()", rc, 0);
+  for (size_t i = 0; i < c->slot_count; i++)
+    if (c->slots[i].live && c->slots[i].outbox_count > 0)
+      c->want_ids[want++] = c->slots[i].id;
+  for (size_t i = 0; i < count && i < want; i++)
+    if (pending[i] != c->want_ids[i])
+      case_fail(c, "aoi_pending: ids[%zu] = %" PRIu64 ", expected %" PRIu64
+                   " (%zu pending, %zu expected)",
+                i, pending[i], c->want_ids[i], count, want);
+  if (count != want)
+    case_fail(c, "aoi_pending: %zu watchers, expected %zu (first %s: %" PRIu64
+                 ")",
+              count, want, count > want ? "extra" : "missing",
+              count > want ? pending[want] : c->want_ids[count]);
+  if (mode == 1)
+    return;
+  for (size_t i = 0; i < want; i++)
+    if (mode == 0 || rng_chance(&c->rng, 0.5))
+      drain_and_compare(c, slot_of(c, c->want_ids[i]));
+  /* A live watcher or marker with nothing pending drains 0 events; a dead
+     id is AOI_ENOENT. */
+  for (int k = 0; k < 3; k++) {
+    slot *s = &c->slots[rng_below(&c->rng, c->slot_count)];
+    if (!s->live || s->outbox_count == 0)
+      drain_and_compare(c, s);
+  }
+}
+
+static void check_stats(diff_case *c, size_t model_events_count) {
+  aoi_stats stats;
+  size_t watchers = 0;
+  uint64_t sum = 0;
+
+  memset(&stats, 0, sizeof stats);
+  check_code(c, "aoi_stats_get()", aoi_stats_get(c->world, &stats), 0);
+  for (size_t i = 0; i < c->live_count; i++)
+    watchers += (c->slots[c->live[i]].flags & AOI_WATCHER) != 0;
+  if (stats.tick != c->tick || stats.entities != c->live_count ||
+      stats.watchers != watchers || stats.events != model_events_count)
+    case_fail(c, "aoi_stats: tick %" PRIu64 " entities %" PRIu64
+                 " watchers %" PRIu64 " events %" PRIu64
+                 "; expected tick %u entities %zu watchers %zu events %zu",
+              stats.tick, stats.entities, stats.watchers, stats.events,
+              c->tick, c->live_count, watchers, model_events_count);
+  if ((c->threads != 0 && stats.threads != c->threads) ||
+      (c->shards != 0 && stats.shards != c->shards))
+    case_fail(c, "aoi_stats: threads %u shards %u", stats.threads,
+              stats.shards);
+  if (stats.shard_entities == NULL)
+    case_fail(c, "aoi_stats: shard_entities is NULL");
+  for (unsigned i = 0; i < stats.shards; i++)
+    sum += stats.shard_entities[i];
+  if (sum != stats.entities)
+    case_fail(c, "aoi_stats: shard_entities sum to %" PRIu64 ", not %" PRIu64,
+              sum, stats.entities);
+}
+
+static void do_tick(diff_case *c) {
+  const model_event *events;
+
+  trace_line(c, "tick");
+  int want = model_tick(c->m);
+  int got = aoi_tick(c->world);
+  check_code(c, "aoi_tick()", got, want);
+  c->tick++;
+  size_t count = model_events(c->m, &events);
+  for (size_t i = 0; i < count; i++) {
+    slot *s = slot_of(c, events[i].watcher);
+    assert_non_null(s);
+    push_expected(s, &events[i].event);
+  }
+  check_stats(c, count);
+  /* 0: drain all, 1: none (outboxes accumulate), 2: some. */
+  size_t u = rng_below(&c->rng, 20);
+  check_outboxes(c, u < 14 ? 0 : u < 17 ? 1 : 2);
+  for (int k = 0; k < 3; k++) {
+    query_view(c, query_target(c), 0);
+    query_view(c, query_target(c), 1);
+  }
+  query_circle(c);
+  query_circle(c);
+}
+
+/* ---- the stream of operations ------------------------------------------- */
+
+static void random_add(diff_case *c, slot *s) {
+  float x, y;
+  random_point(c, &x, &y);
+  op_add(c, s->id, x, y, random_radius(c), random_flags(c),
+         rng_chance(&c->rng, 0.6) ? 0xffffffffu : random_mask(c),
+         rng_chance(&c->rng, 0.6) ? 0xffffffffu : random_mask(c));
+}
+
+static void walk(diff_case *c, slot *s) {
+  uint64_t *r = &c->rng;
+  double step = c->config.max_radius > 10 ? c->config.max_radius / 8 : 1.25;
+  if (rng_chance(r, 0.05))
+    step = c->config.max_radius > 1 ? c->config.max_radius : 1;
+  double x = s->x, y = s->y;
+  if (c->crowd && fabs(x) < 1e7 && fabs(y) < 1e7) {
+    x += (c->crowd_x - x) * 0.05;
+    y += (c->crowd_y - y) * 0.05;
+  }
+  x += rng_range(r, -step, step);
+  y += rng_range(r, -step, step);
+  op_move(c, s->id, quantize(c, x), quantize(c, y));
+}
+
+/* Moves onto a shard border (or just beside it), and sometimes straight
+   back in the same tick. */
+static void border_move(diff_case *c, slot *s) {
+  uint64_t *r = &c->rng;
+  float old_x = s->x, old_y = s->y;
+  float x = s->x, y = s->y;
+  size_t axis = rng_below(r, 3);
+  if (axis != 1)
+    x = random_border(c, 0);
+  if (axis != 0)
+    y = random_border(c, 1);
+  op_move(c, s->id, x, y);
+  if (rng_chance(r, 0.3))
+    op_move(c, s->id, old_x, old_y);
+}
+
+static void bad_call(diff_case *c) {
+  uint64_t *r = &c->rng;
+  slot *live = pick_live(c);
+  slot *any = &c->slots[rng_below(r, c->slot_count)];
+  uint64_t id = live != NULL ? live->id : any->id;
+  static const unsigned bad_flags[] = {0, 4, 5, 7, 8, 0xffffffffu};
+  unsigned flags = bad_flags[rng_below(r, sizeof bad_flags / sizeof *bad_flags)];
+  float max = c->config.max_radius;
+  float bad_radii[] = {-1, -0.001f, nextafterf(max, INFINITY), max * 2 + 1,
+                       INFINITY, -INFINITY, NAN};
+  float bad_r = bad_radii[rng_below(r, sizeof bad_radii / sizeof *bad_radii)];
+  float bad_coords[] = {NAN, INFINITY, -INFINITY};
+  float bad_c = bad_coords[rng_below(r, 3)];
+  float x, y;
+  random_point(c, &x, &y);
+
+  switch (rng_below(r, 12)) {
+  case 0: /* not live: every op is AOI_ENOENT, even with bad arguments */
+    if (!any->live) {
+      op_move(c, any->id, x, rng_chance(r, 0.5) ? y : bad_c);
+      op_radius(c, any->id, rng_chance(r, 0.5) ? 1 : bad_r);
+      op_layers(c, any->id, 1, 1);
+      op_remove(c, any->id);
+    }
+    break;
+  case 1: /* an id outside the pool */
+    op_move(c, rng_next(r) | 1, x, y);
+    op_remove(c, UINT64_C(0x123456789abcdef1));
+    break;
+  case 2: /* exists wins over bad flags, coordinates and radius */
+    op_add(c, id, bad_c, y, bad_r, flags, 1, 1);
+    break;
+  case 3:
+    op_add(c, id, x, y, 1, AOI_MARKER, 1, 1);
+    break;
+  case 4: /* bad flags win over bad coordinates and radius */
+    if (!any->live)
+      op_add(c, any->id, rng_chance(r, 0.5) ? x : bad_c, y,
+             rng_chance(r, 0.5) ? 1 : bad_r, flags, 1, 1);
+    break;
+  case 5: /* bad coordinates win over a bad radius */
+    if (!any->live)
+      op_add(c, any->id, x, bad_c, rng_chance(r, 0.5) ? 1 : bad_r,
+             random_flags(c), 1, 1);
+    break;
+  case 6:
+    if (!any->live)
+      op_add(c, any->id, x, y, bad_r, random_flags(c), 1, 1);
+    break;
+  case 7:
+    if (live != NULL)
+      op_move(c, live->id, rng_chance(r, 0.5) ? bad_c : x,
+              rng_chance(r, 0.5) ? bad_c : y);
+    if (live != NULL)
+      op_move(c, live->id, bad_c, bad_c);
+    break;
+  case 8:
+    if (live != NULL)
+      op_radius(c, live->id, bad_r);
+    break;
+  case 9: /* removed twice */
+    if (live != NULL) {
+      op_remove(c, live->id);
+      op_remove(c, live->id);
+      op_move(c, live->id, x, y);
+    }
+    break;
+  case 10: /* added and removed before the tick: never seen */
+    if (!any->live) {
+      random_add(c, any);
+      op_remove(c, any->id);
+    }
+    break;
+  default: /* a view between ticks: ENOENT for a dead id */
+    query_view(c, any->id, 0);
+    break;
+  }
+}
+
+static void random_op(diff_case *c) {
+  uint64_t *r = &c->rng;
+  slot *s = pick_live(c);
+  double below = c->live_count < c->population ? 0.12 : 0.03;
+  double above = c->live_count > c->population ? 0.10 : 0.04;
+  double u = rng_unit(r);
+
+  if (s == NULL || u < below) {
+    random_add(c, pick_free(c));
+    return;
+  }
+  u -= below;
+  if (u < above) {
+    op_remove(c, s->id);
+  } else if ((u -= above) < 0.04) {
+    /* The same id again before the tick: a new entity, maybe of another
+       kind, near the old one or anywhere. */
+    float x = s->x, y = s->y;
+    op_remove(c, s->id);
+    if (rng_chance(r, 0.5))
+      random_point(c, &x, &y);
+    op_add(c, s->id, x, y, random_radius(c), random_flags(c),
+           rng_chance(r, 0.7) ? 0xffffffffu : random_mask(c),
+           rng_chance(r, 0.7) ? 0xffffffffu : random_mask(c));
+  } else if ((u -= 0.04) < 0.05) {
+    op_move(c, s->id, teleport_coordinate(c, c->area_min_x, c->area_max_x),
+            teleport_coordinate(c, c->area_min_y, c->area_max_y));
+  } else if ((u -= 0.05) < 0.08) {
+    border_move(c, s);
+  } else if ((u -= 0.08) < 0.05) {
+    op_radius(c, s->id, random_radius(c));
+  } else if ((u -= 0.05) < 0.05) {
+    op_layers(c, s->id, random_mask(c), random_mask(c));
+  } else if ((u -= 0.05) < 0.07) {
+    bad_call(c);
+  } else if ((u -= 0.07) < 0.02) {
+    op_move(c, s->id, s->x, s->y); /* no move at all */
+  } else if ((u -= 0.02) < 0.02) {
+    float x = s->x, y = s->y; /* away and back: no move event */
+    walk(c, s);
+    op_move(c, s->id, x, y);
+  } else if ((u -= 0.02) < 0.02) {
+    query_view(c, s->id, 0);
+    query_circle(c);
+  } else {
+    walk(c, s);
+  }
+}
+
+static void run_tick_ops(diff_case *c) {
+  uint64_t *r = &c->rng;
+  if (c->tick == 0) {
+    while (c->live_count < c->population)
+      random_add(c, pick_free(c));
+  }
+  if (c->crowd && rng_chance(r, 0.1)) {
+    c->crowd_x = quantize(c, c->crowd_x + rng_range(r, -50, 50));
+    c->crowd_y = quantize(c, c->crowd_y + rng_range(r, -50, 50));
+  }
+  if (rng_chance(r, 0.4)) {
+    /* Everybody walks, as in a busy zone, plus a few other ops. */
+    size_t n = c->live_count;
+    for (size_t i = 0; i < n && i < c->live_count; i++)
+      walk(c, &c->slots[c->live[i]]);
+    for (size_t k = rng_below(r, 10); k > 0; k--)
+      random_op(c);
+  } else {
+    size_t n = c->population / 4 + rng_below(r, c->population + 1);
+    for (size_t k = 0; k < n; k++)
+      random_op(c);
+  }
+}
+
+/* ---- setting a case up --------------------------------------------------- */
+
+static int compare_u64(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  return (a > b) - (a < b);
+}
+
+static void make_pool(diff_case *c) {
+  uint64_t ids[POOL_MAX];
+  size_t n = 0, want = c->population * 3 / 2 + 24;
+  static const uint64_t specials[] = {0,
+                                      1,
+                                      UINT64_MAX,
+                                      UINT64_MAX - 1,
+                                      UINT64_C(1) << 32,
+                                      (UINT64_C(1) << 32) - 1,
+                                      UINT64_C(1) << 63};
+  if (want > POOL_MAX)
+    want = POOL_MAX;
+  for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+    ids[n++] = specials[i];
+  while (n < want) {
+    size_t u = rng_below(&c->rng, 4);
+    ids[n++] = u == 0 ? rng_next(&c->rng) : 2 + rng_below(&c->rng, want * 2);
+  }
+  qsort(ids, n, sizeof *ids, compare_u64);
+  c->slot_count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && ids[i] == ids[i - 1])
+      continue;
+    slot *s = &c->slots[c->slot_count++];
+    memset(s, 0, sizeof *s);
+    s->id = ids[i];
+  }
+}
+
+static void make_borders(diff_case *c) {
+  size_t n = 0;
+  for (size_t d = 0; d < BORDER_DIVISORS; d++) {
+    unsigned div = border_divisors[d];
+    for (unsigned k = 0; k <= div; k++) {
+      double fx = (double)c->area_min_x +
+                  ((double)c->area_max_x - (double)c->area_min_x) * k / div;
+      double fy = (double)c->area_min_y +
+                  ((double)c->area_max_y - (double)c->area_min_y) * k / div;
+      c->borders_x[n] = (float)fx;
+      c->borders_y[n] = (float)fy;
+      n++;
+    }
+  }
+  static const float extra[] = {500, 333.25f, 250, 750, 666.75f, 125, 0, -0.0f};
+  for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) {
+    c->borders_x[n] = extra[i];
+    c->borders_y[n] = extra[i];
+    n++;
+  }
+  c->border_count = n;
+}
+
+/* The knobs of a seed and shape; the same for every layout. */
+static void setup_case(diff_case *c, unsigned seed, aoi_shape shape) {
+  uint64_t *r = &c->rng;
+  c->seed = seed;
+  c->rng = UINT64_C(0xa0761d6478bd642f) * (seed + 1) + (uint64_t)shape * 7919;
+  rng_next(r);
+  aoi_config_default(&c->config);
+  c->config.shape = shape;
+  c->config.max_radius = max_radii[rng_below(r, 5)];
+  c->config.hysteresis =
+      rng_chance(r, 0.5) ? 0 : hystereses[rng_below(r, 4)];
+  c->config.move_events = rng_chance(r, 0.75);
+  if (shape == AOI_SHAPE_CELLS) {
+    static const float cells[] = {16, 50, 100, 37.5f, 250};
+    c->config.cell_size = cells[rng_below(r, 5)];
+  }
+  float min_x = 0, min_y = 0, max_x = 1000, max_y = 1000;
+  size_t bounds = rng_below(r, 10);
+  if (bounds == 7) {
+    min_x = min_y = -500;
+    max_x = max_y = 500;
+  } else if (bounds == 8) {
+    max_y = 250;
+  } else if (bounds == 9) {
+    min_x = max_x = 100; /* ignored on x: the default layout */
+  }
+  c->config.min_x = min_x;
+  c->config.min_y = min_y;
+  c->config.max_x = max_x;
+  c->config.max_y = max_y;
+  c->area_min_x = min_x < max_x ? min_x : 0;
+  c->area_max_x = min_x < max_x ? max_x : 1000;
+  c->area_min_y = min_y < max_y ? min_y : 0;
+  c->area_max_y = min_y < max_y ? max_y : 1000;
+  c->population = 20 + (unsigned)rng_below(r, 281);
+  c->ticks = 30 + (unsigned)rng_below(r, 31);
+  c->quantum = quanta[rng_below(r, 4)];
+  c->crowd = rng_chance(r, 0.3);
+  c->crowd_x = quantize(c, rng_range(r, c->area_min_x, c->area_max_x));
+  c->crowd_y = quantize(c, rng_range(r, c->area_min_y, c->area_max_y));
+  c->crowd_spread = (float)rng_range(r, 20, 120);
+  make_pool(c);
+  make_borders(c);
+}
+
+static void write_config_trace(diff_case *c) {
+  const aoi_config *k = &c->config;
+  trace_line(c, "world %.9g %.9g %.9g %.9g", (double)k->min_x,
+             (double)k->min_y, (double)k->max_x, (double)k->max_y);
+  trace_line(c, "max-radius %.9g", (double)k->max_radius);
+  trace_line(c, "hysteresis %.9g", (double)k->hysteresis);
+  trace_line(c, "moves %s", k->move_events ? "on" : "off");
+  if (k->shape == AOI_SHAPE_CELLS)
+    trace_line(c, "shape cells %.9g", (double)k->cell_size);
+  else
+    trace_line(c, "shape %s", shape_name(k->shape));
+}
+
+static void free_case(diff_case *c) {
+  if (c == NULL)
+    return;
+  aoi_destroy(c->world);
+  model_destroy(c->m);
+  for (size_t i = 0; i < POOL_MAX; i++)
+    free(c->slots[i].outbox);
+  free(c->trace);
+  free(c->got_ids);
+  free(c->want_ids);
+  free(c);
+}
+
+static unsigned env_unsigned(const char *name, unsigned fallback) {
+  const char *text = getenv(name);
+  if (text == NULL || *text == '\0')
+    return fallback;
+  return (unsigned)strtoul(text, NULL, 10);
+}
+
+static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
+                     unsigned shards) {
+  diff_case *c = calloc(1, sizeof *c);
+  assert_non_null(c);
+  current = c;
+  c->got_ids = malloc((POOL_MAX + 16) * sizeof *c->got_ids);
+  c->want_ids = malloc((POOL_MAX + 16) * sizeof *c->want_ids);
+  assert_non_null(c->got_ids);
+  assert_non_null(c->want_ids);
+  setup_case(c, seed, shape);
+  c->threads = threads;
+  c->shards = shards;
+  c->config.threads = threads;
+  c->config.shards = shards;
+  write_config_trace(c);
+
+  int rc = aoi_create(&c->config, &c->world);
+  if (rc != 0)
+    case_fail(c, "aoi_create returned %s", code_name(rc));
+  c->m = model_create(&c->config);
+  assert_non_null(c->m);
+
+  while (c->tick < c->ticks) {
+    run_tick_ops(c);
+    do_tick(c);
+  }
+  check_outboxes(c, 0);
+  if (env_unsigned("AOI_DIFF_VERBOSE", 0))
+    printf("seed %u %s threads %u shards %u: %u ticks, %zu live, %" PRIu64
+           " calls, %" PRIu64 " events\n",
+           seed, shape_name(shape), threads, shards, c->tick, c->live_count,
+           c->calls_checked, c->events_checked);
+  current = NULL;
+  free_case(c);
+}
+
+static void run_shape(aoi_shape shape) {
+  unsigned seeds = env_unsigned("AOI_DIFF_SEEDS", DEFAULT_SEEDS);
+  unsigned only_seed = env_unsigned("AOI_DIFF_SEED", 0);
+  const char *layout = getenv("AOI_DIFF_LAYOUT");
+  unsigned only_threads = 0, only_shards = 0;
+  int have_layout = layout != NULL && sscanf(layout, "%u,%u", &only_threads,
+                                             &only_shards) == 2;
+
+  for (unsigned seed = 1; seed <= seeds || only_seed != 0; seed++) {
+    if (only_seed != 0)
+      seed = only_seed;
+    for (unsigned j = 0; j < LAYOUTS_PER_SEED; j++) {
+      /* Walk through every (threads, shards) pair across seeds and shapes;
+         every tenth seed tries the defaults (0, 0) once. */
+      unsigned k = (seed * LAYOUTS_PER_SEED + j) * 7 + (unsigned)shape * 13;
+      unsigned threads = 1 + k % 4;
+      unsigned shards = shard_counts[(k / 4) % SHARD_COUNTS];
+      if (j == 0 && seed % 10 == 0)
+        threads = shards = 0;
+      if (have_layout) {
+        if (j > 0)
+          break;
+        threads = only_threads;
+        shards = only_shards;
+      }
+      run_case(seed, shape, threads, shards);
+    }
+    if (only_seed != 0)
+      break;
+  }
+}
+
+static void test_circle(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_CIRCLE);
+}
+
+static void test_square(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_SQUARE);
+}
+
+static void test_cells(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_CELLS);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  free_case(current);
+  current = NULL;
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_circle, teardown),
+      cmocka_unit_test_teardown(test_square, teardown),
+      cmocka_unit_test_teardown(test_cells, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
