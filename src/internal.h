@@ -67,7 +67,7 @@ unsigned aoi__ring_count(const aoi__ring *ring);
 /* Doubles the capacity, keeping the items. Only while no other thread uses
    the ring (the host between ticks). Returns 0 or AOI_ENOMEM. */
 int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring);
-/* Invariant check (ck_ring_valid). */
+/* Invariant check: a power-of-two size and at most size - 1 items. */
 bool aoi__ring_valid(const aoi__ring *ring);
 
 /* ---- bells (sync.c) ----------------------------------------------------- */

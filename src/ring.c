@@ -79,7 +79,12 @@ unsigned aoi__ring_count(const aoi__ring *ring)
 
 bool aoi__ring_valid(const aoi__ring *ring)
 {
-  return ck_ring_valid(&ring->ring);
+  /* ck_ring_valid checks the multi-producer head, which SPSC rings never
+     move; check what SPSC use keeps instead. */
+  unsigned size = ring->ring.size;
+  if (size != ring->size || (size & (size - 1)) != 0)
+    return false;
+  return ring->ring.p_tail - ring->ring.c_head < size;
 }
 
 #else /* AOI_RING_C11 */

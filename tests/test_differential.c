@@ -85,7 +85,7 @@ typedef struct slot {
   uint64_t id;
   int live;
   unsigned flags;
-  float x, y;
+  float x, y, radius;
   size_t live_index;
   aoi_event *outbox; /* what aoi_drain must give back */
   size_t outbox_count, outbox_capacity;
@@ -102,6 +102,7 @@ typedef struct diff_case {
   size_t live[POOL_MAX];
   size_t live_count;
   uint32_t tick;
+  int after_tick; /* checking the outcome of tick `tick` */
   unsigned population, ticks;
   float area_min_x, area_min_y, area_max_x, area_max_y;
   float quantum;
@@ -202,15 +203,16 @@ static void case_fail(diff_case *c, const char *format, ...) {
     fwrite(c->trace, 1, c->trace_length, f);
     fclose(f);
   }
-  fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
-           "max_radius %.9g cell %.9g, tick %u (ticks done %u): %s\n"
+  fail_msg("seed %u threads %u shards %u shape %s (cell %.9g) hysteresis "
+           "%.9g moves %s max_radius %.9g, %s tick %u: %s\n"
            "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
            "  rerun: AOI_DIFF_SEED=%u AOI_DIFF_LAYOUT=%u,%u test_differential",
            c->seed, c->threads, c->shards, shape_name(c->config.shape),
-           (double)c->config.hysteresis, c->config.move_events ? "on" : "off",
-           (double)c->config.max_radius, (double)c->config.cell_size,
-           c->tick + 1, c->tick, message, path, c->threads, c->shards, path,
-           c->seed, c->threads, c->shards);
+           (double)c->config.cell_size, (double)c->config.hysteresis,
+           c->config.move_events ? "on" : "off", (double)c->config.max_radius,
+           c->after_tick ? "after" : "in the ops before",
+           c->after_tick ? c->tick : c->tick + 1, message, path, c->threads,
+           c->shards, path, c->seed, c->threads, c->shards);
 }
 
 static void check_code(diff_case *c, const char *call, int got, int want) {
@@ -312,10 +314,10 @@ static float random_radius(diff_case *c) {
     return -0.0f;
   if (u < 0.16)
     return max;
-  if (u < 0.6)
-    return (float)floor(rng_range(r, 0, (double)max + 1) > max
-                            ? max
-                            : floor(rng_range(r, 0, (double)max + 1)));
+  if (u < 0.6) { /* whole radii: exact ties with quantized positions */
+    double whole = floor(rng_range(r, 0, (double)max + 1));
+    return whole > max ? max : (float)whole;
+  }
   return (float)rng_range(r, 0, max);
 }
 
@@ -360,6 +362,7 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
     s->flags = flags;
     s->x = x;
     s->y = y;
+    s->radius = radius;
   }
   return want;
 }
@@ -388,6 +391,9 @@ static int op_radius(diff_case *c, uint64_t id, float radius) {
   snprintf(call, sizeof call, "aoi_set_radius(%" PRIu64 ", %.9g)", id,
            (double)radius);
   check_code(c, call, got, want);
+  slot *s = slot_of(c, id);
+  if (want == 0 && s != NULL)
+    s->radius = radius;
   return want;
 }
 
@@ -662,6 +668,7 @@ static void do_tick(diff_case *c) {
   int got = aoi_tick(c->world);
   check_code(c, "aoi_tick()", got, want);
   c->tick++;
+  c->after_tick = 1;
   size_t count = model_events(c->m, &events);
   for (size_t i = 0; i < count; i++) {
     slot *s = slot_of(c, events[i].watcher);
@@ -678,6 +685,7 @@ static void do_tick(diff_case *c) {
   }
   query_circle(c);
   query_circle(c);
+  c->after_tick = 0;
 }
 
 /* ---- the stream of operations ------------------------------------------- */
@@ -696,7 +704,13 @@ static void walk(diff_case *c, slot *s) {
   if (rng_chance(r, 0.05))
     step = c->config.max_radius > 1 ? c->config.max_radius : 1;
   double x = s->x, y = s->y;
-  if (c->crowd && fabs(x) < 1e7 && fabs(y) < 1e7) {
+  if (fabs(x) > 1e9 || fabs(y) > 1e9) { /* back from the far lands */
+    float px, py;
+    random_point(c, &px, &py);
+    op_move(c, s->id, px, py);
+    return;
+  }
+  if (c->crowd) {
     x += (c->crowd_x - x) * 0.05;
     y += (c->crowd_y - y) * 0.05;
   }
@@ -719,6 +733,45 @@ static void border_move(diff_case *c, slot *s) {
   op_move(c, s->id, x, y);
   if (rng_chance(r, 0.3))
     op_move(c, s->id, old_x, old_y);
+}
+
+/* Puts marker b exactly on the edge of watcher a's reach (its radius, or
+   radius + hysteresis), or one float step inside or outside it. */
+static void edge_move(diff_case *c, slot *a, slot *b) {
+  uint64_t *r = &c->rng;
+  double reach = (double)a->radius;
+  if (rng_chance(r, 0.5))
+    reach += (double)c->config.hysteresis;
+  double dx = reach, dy = 0;
+  if (c->config.shape == AOI_SHAPE_CELLS) {
+    /* The first or last coordinate of a cell k cells away. */
+    double cell = (double)c->config.cell_size;
+    double k = ceil(reach / cell) + (double)rng_below(r, 2);
+    double base = floor((double)a->x / cell);
+    dx = (base + k + (rng_chance(r, 0.5) ? 1 : 0)) * cell - (double)a->x;
+    dy = (double)rng_below(r, 3) * cell;
+  } else if (rng_chance(r, 0.4)) {
+    dx = 0.6 * reach; /* a 3-4-5 triangle, a diagonal for the square */
+    dy = 0.8 * reach;
+    if (c->config.shape == AOI_SHAPE_SQUARE)
+      dx = dy = reach;
+  }
+  if (rng_chance(r, 0.5))
+    dx = -dx;
+  if (rng_chance(r, 0.5))
+    dy = -dy;
+  if (rng_chance(r, 0.5)) {
+    double t = dx;
+    dx = dy;
+    dy = t;
+  }
+  float x = (float)((double)a->x + dx), y = (float)((double)a->y + dy);
+  size_t nudge = rng_below(r, 4);
+  if (nudge == 0)
+    x = nextafterf(x, dx < 0 ? -INFINITY : INFINITY);
+  else if (nudge == 1)
+    x = nextafterf(x, dx < 0 ? INFINITY : -INFINITY);
+  op_move(c, b->id, x, y);
 }
 
 static void bad_call(diff_case *c) {
@@ -844,6 +897,13 @@ static void random_op(diff_case *c) {
   } else if ((u -= 0.02) < 0.02) {
     query_view(c, s->id, 0);
     query_circle(c);
+  } else if ((u -= 0.02) < 0.05) {
+    slot *a = pick_live(c);
+    if (a != s && (a->flags & AOI_WATCHER) && fabs(a->x) < 1e9 &&
+        fabs(a->y) < 1e9)
+      edge_move(c, a, s);
+    else
+      walk(c, s);
   } else {
     walk(c, s);
   }
@@ -1036,6 +1096,7 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
     run_tick_ops(c);
     do_tick(c);
   }
+  c->after_tick = 1;
   check_outboxes(c, 0);
   if (env_unsigned("AOI_DIFF_VERBOSE", 0))
     printf("seed %u %s threads %u shards %u: %u ticks, %zu live, %" PRIu64

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what the build needs, if it is missing, from Debian's packages:
+# a C compiler, CMake, pkg-config, Concurrency Kit and cmocka (and clang's
+# sanitizer runtime is in gcc already). Runs apt-get as root, or via sudo.
+set -e
+need=""
+command -v cc >/dev/null 2>&1 || need="$need build-essential"
+command -v cmake >/dev/null 2>&1 || need="$need cmake"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+for pkg in libck-dev libcmocka-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
+done
+[ -z "$need" ] && exit 0
+echo "installing:$need" >&2
+if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq $need >/dev/null
