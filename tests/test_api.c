@@ -1,0 +1,1947 @@
+/*
+ * test_api.c: unit tests of the public API (aoi.h), one contract at a time:
+ * config defaults and validation, NULL handling, the error codes of every
+ * operation and their check order, that a failed call changes nothing, the
+ * event stream of the TRACE_FORMAT.md example, outboxes that accumulate and
+ * drain, the pending list, removal and same-tick respawn, the queries (as of
+ * the last tick, ids ascending, capacity, layer masks), statistics, and the
+ * allocator hooks (every byte freed; every failed allocation in aoi_create,
+ * in an operation and in a tick handled as the header says).
+ *
+ * Threaded scenarios run on every layout of `layouts` (threads 1, 2, 4 by
+ * shards 1, 3, 8), with entities spread over the bounds so that several
+ * shards, ghosts and handoffs take part. Only this thread calls cmocka's
+ * asserts; the allocator hooks, which workers call too, only count with
+ * atomics and record what they saw.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aoi.h"
+
+#define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
+#define ALL UINT32_MAX
+#define WM (AOI_WATCHER | AOI_MARKER)
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct layout {
+  unsigned threads, shards;
+} layout;
+
+static const layout layouts[] = {{1, 1}, {1, 3}, {1, 8}, {2, 1}, {2, 3},
+                                 {2, 8}, {4, 1}, {4, 3}, {4, 8}};
+
+/* A failure message names the layout it ran on. */
+static layout current;
+
+/* ---- worlds and event records ------------------------------------------ */
+
+/* A config over the bounds (0, 0) - (100, 100) for layout `l`. */
+static aoi_config config_for(layout l, float max_radius)
+{
+  aoi_config c;
+  aoi_config_default(&c);
+  c.threads = l.threads;
+  c.shards = l.shards;
+  c.max_x = 100;
+  c.max_y = 100;
+  c.max_radius = max_radius;
+  current = l;
+  return c;
+}
+
+static aoi_world *create_or_fail(const aoi_config *c)
+{
+  aoi_world *w = NULL;
+  int rc = aoi_create(c, &w);
+  if (rc != 0)
+    fail_msg("aoi_create (threads %u, shards %u): %s", c->threads, c->shards,
+             aoi_strerror(rc));
+  assert_non_null(w);
+  return w;
+}
+
+static aoi_world *world_for(layout l, float max_radius)
+{
+  aoi_config c = config_for(l, max_radius);
+  return create_or_fail(&c);
+}
+
+typedef struct record {
+  uint64_t watcher;
+  aoi_event event;
+} record;
+
+typedef struct records {
+  record *items;
+  size_t count, capacity;
+} records;
+
+static void records_push(records *r, uint64_t watcher, const aoi_event *e)
+{
+  if (r->count == r->capacity) {
+    r->capacity = r->capacity ? r->capacity * 2 : 64;
+    r->items = realloc(r->items, sizeof(record) * r->capacity);
+    assert_non_null(r->items);
+  }
+  r->items[r->count].watcher = watcher;
+  r->items[r->count].event = *e;
+  r->count++;
+}
+
+static void records_free(records *r)
+{
+  free(r->items);
+  memset(r, 0, sizeof(*r));
+}
+
+/* Drains every pending watcher, in the order aoi_pending gives, onto `out`. */
+static void drain_all(aoi_world *w, records *out)
+{
+  const uint64_t *ids;
+  size_t n;
+  assert_int_equal(aoi_pending(w, &ids, &n), 0);
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0)
+      assert_true(ids[i - 1] < ids[i]);
+    const aoi_event *events;
+    size_t count;
+    assert_int_equal(aoi_drain(w, ids[i], &events, &count), 0);
+    assert_true(count > 0);
+    for (size_t j = 0; j < count; j++)
+      records_push(out, ids[i], &events[j]);
+  }
+}
+
+/* Ticks and drains every outbox into `out` (emptied first). */
+static void tick_and_drain(aoi_world *w, records *out)
+{
+  out->count = 0;
+  int rc = aoi_tick(w);
+  if (rc != 0)
+    fail_msg("aoi_tick: %s", aoi_strerror(rc));
+  drain_all(w, out);
+}
+
+static const char *kind_name(uint32_t kind)
+{
+  return kind == AOI_LEAVE ? "leave" : kind == AOI_ENTER ? "enter"
+                                   : kind == AOI_MOVE    ? "move"
+                                                         : "?";
+}
+
+static void print_records(const char *title, const record *r, size_t n)
+{
+  print_message("%s (%zu):\n", title, n);
+  for (size_t i = 0; i < n; i++)
+    print_message("  %llu %s %llu %.9g %.9g tick %u\n",
+                  (unsigned long long)r[i].watcher, kind_name(r[i].event.kind),
+                  (unsigned long long)r[i].event.id, (double)r[i].event.x,
+                  (double)r[i].event.y, r[i].event.tick);
+}
+
+static int record_equal(const record *a, const record *b)
+{
+  return a->watcher == b->watcher && a->event.id == b->event.id &&
+         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
+         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
+         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
+}
+
+static void expect_records(const records *got, const record *want, size_t n)
+{
+  int same = got->count == n;
+  for (size_t i = 0; same && i < n; i++)
+    same = record_equal(&got->items[i], &want[i]);
+  if (!same) {
+    print_message("layout: threads %u, shards %u\n", current.threads,
+                  current.shards);
+    print_records("expected", want, n);
+    print_records("got", got->items, got->count);
+    fail_msg("events differ");
+  }
+}
+
+static void expect_no_events(aoi_world *w)
+{
+  const uint64_t *ids;
+  size_t n = SIZE_MAX;
+  assert_int_equal(aoi_pending(w, &ids, &n), 0);
+  assert_int_equal(n, 0);
+}
+
+/* Answers of the three queries into a fixed buffer. */
+#define MAX_IDS 256
+
+typedef struct answer {
+  uint64_t ids[MAX_IDS];
+  size_t count;
+} answer;
+
+static void expect_ids(const answer *a, const uint64_t *want, size_t n)
+{
+  int same = a->count == n;
+  for (size_t i = 0; same && i < n; i++)
+    same = a->ids[i] == want[i];
+  if (!same) {
+    print_message("layout: threads %u, shards %u\n", current.threads,
+                  current.shards);
+    print_message("expected %zu ids:", n);
+    for (size_t i = 0; i < n; i++)
+      print_message(" %llu", (unsigned long long)want[i]);
+    print_message("\ngot %zu ids:", a->count);
+    for (size_t i = 0; i < a->count && i < MAX_IDS; i++)
+      print_message(" %llu", (unsigned long long)a->ids[i]);
+    print_message("\n");
+    fail_msg("ids differ");
+  }
+}
+
+static void view_of(aoi_world *w, uint64_t id, answer *a)
+{
+  int rc = aoi_view(w, id, a->ids, MAX_IDS, &a->count);
+  if (rc != 0)
+    fail_msg("aoi_view(%llu): %s", (unsigned long long)id, aoi_strerror(rc));
+  assert_true(a->count <= MAX_IDS);
+}
+
+static void watchers_of(aoi_world *w, uint64_t id, answer *a)
+{
+  int rc = aoi_watchers_of(w, id, a->ids, MAX_IDS, &a->count);
+  if (rc != 0)
+    fail_msg("aoi_watchers_of(%llu): %s", (unsigned long long)id,
+             aoi_strerror(rc));
+  assert_true(a->count <= MAX_IDS);
+}
+
+static void circle(aoi_world *w, float x, float y, float r, uint32_t mask,
+                   answer *a)
+{
+  assert_int_equal(aoi_query_circle(w, x, y, r, mask, a->ids, MAX_IDS,
+                                    &a->count),
+                   0);
+  assert_true(a->count <= MAX_IDS);
+}
+
+#define EXPECT_VIEW(w, id, ...)                                               \
+  do {                                                                        \
+    static const uint64_t want_[] = {__VA_ARGS__};                            \
+    answer a_;                                                                \
+    view_of((w), (id), &a_);                                                  \
+    expect_ids(&a_, want_, COUNT_OF(want_));                                  \
+  } while (0)
+
+#define EXPECT_EMPTY_VIEW(w, id)                                              \
+  do {                                                                        \
+    answer a_;                                                                \
+    view_of((w), (id), &a_);                                                  \
+    expect_ids(&a_, NULL, 0);                                                 \
+  } while (0)
+
+/* ---- a counting, failing allocator ------------------------------------- */
+
+/* Each block carries its size in a header, so that a free or realloc with
+   another size than the block's is seen. */
+typedef union block_header {
+  size_t size;
+  max_align_t align;
+} block_header;
+
+typedef struct counter {
+  atomic_llong live_bytes;
+  atomic_llong live_blocks;
+  atomic_llong attempts; /* alloc and realloc calls */
+  atomic_llong fail_at;  /* the attempt (from 1) that fails; 0 = none */
+  atomic_llong wrong_sizes;
+  atomic_llong wrong_given, wrong_actual; /* the last one, for the message */
+} counter;
+
+static void counter_reset(counter *c)
+{
+  atomic_store(&c->live_bytes, 0);
+  atomic_store(&c->live_blocks, 0);
+  atomic_store(&c->attempts, 0);
+  atomic_store(&c->fail_at, 0);
+  atomic_store(&c->wrong_sizes, 0);
+  atomic_store(&c->wrong_given, 0);
+  atomic_store(&c->wrong_actual, 0);
+}
+
+static void counter_wrong_size(counter *c, size_t given, size_t actual)
+{
+  atomic_fetch_add(&c->wrong_sizes, 1);
+  atomic_store(&c->wrong_given, (long long)given);
+  atomic_store(&c->wrong_actual, (long long)actual);
+}
+
+static int counter_fails(counter *c)
+{
+  long long n = atomic_fetch_add(&c->attempts, 1) + 1;
+  return n == atomic_load(&c->fail_at);
+}
+
+static void *counting_alloc(void *user, size_t size)
+{
+  counter *c = user;
+  if (counter_fails(c))
+    return NULL;
+  block_header *b = malloc(sizeof(block_header) + size);
+  if (b == NULL)
+    return NULL;
+  b->size = size;
+  atomic_fetch_add(&c->live_bytes, (long long)size);
+  atomic_fetch_add(&c->live_blocks, 1);
+  return b + 1;
+}
+
+static void *counting_realloc(void *user, void *ptr, size_t old_size,
+                              size_t new_size)
+{
+  counter *c = user;
+  if (counter_fails(c))
+    return NULL; /* the old block stays as it was */
+  block_header *old = (block_header *)ptr - 1;
+  if (old->size != old_size)
+    counter_wrong_size(c, old_size, old->size);
+  size_t had = old->size;
+  block_header *b = realloc(old, sizeof(block_header) + new_size);
+  if (b == NULL)
+    return NULL;
+  b->size = new_size;
+  atomic_fetch_add(&c->live_bytes, (long long)new_size - (long long)had);
+  return b + 1;
+}
+
+static void counting_free(void *user, void *ptr, size_t size)
+{
+  counter *c = user;
+  if (ptr == NULL)
+    return;
+  block_header *b = (block_header *)ptr - 1;
+  if (b->size != size)
+    counter_wrong_size(c, size, b->size);
+  atomic_fetch_sub(&c->live_bytes, (long long)b->size);
+  atomic_fetch_sub(&c->live_blocks, 1);
+  free(b);
+}
+
+static aoi_allocator counting_allocator(counter *c)
+{
+  aoi_allocator a = {counting_alloc, counting_realloc, counting_free, c};
+  return a;
+}
+
+static void expect_all_freed(counter *c)
+{
+  assert_int_equal(atomic_load(&c->live_blocks), 0);
+  assert_int_equal(atomic_load(&c->live_bytes), 0);
+  if (atomic_load(&c->wrong_sizes) != 0)
+    fail_msg("%lld frees or reallocs gave a wrong size, the last %lld for a "
+             "block of %lld bytes",
+             (long long)atomic_load(&c->wrong_sizes),
+             (long long)atomic_load(&c->wrong_given),
+             (long long)atomic_load(&c->wrong_actual));
+}
+
+/* ---- config ------------------------------------------------------------- */
+
+static void test_config_default(void **state)
+{
+  (void)state;
+  aoi_config c;
+  memset(&c, 0xa5, sizeof(c));
+  aoi_config_default(&c);
+  assert_int_equal(c.threads, 0);
+  assert_int_equal(c.shards, 0);
+  assert_true(c.min_x == 0 && c.min_y == 0);
+  assert_true(c.max_x == 1000 && c.max_y == 1000);
+  assert_true(c.max_radius == 500);
+  assert_true(c.hysteresis == 0);
+  assert_int_equal(c.move_events, 1);
+  assert_int_equal(c.shape, AOI_SHAPE_CIRCLE);
+  assert_null(c.allocator);
+}
+
+typedef void (*config_mutator)(aoi_config *c);
+
+static aoi_allocator null_alloc = {NULL, counting_realloc, counting_free, NULL};
+static aoi_allocator null_realloc = {counting_alloc, NULL, counting_free, NULL};
+static aoi_allocator null_free = {counting_alloc, counting_realloc, NULL, NULL};
+
+static void threads_257(aoi_config *c) { c->threads = 257; }
+static void threads_max(aoi_config *c) { c->threads = UINT_MAX; }
+static void shards_4097(aoi_config *c) { c->shards = 4097; }
+static void shards_max(aoi_config *c) { c->shards = UINT_MAX; }
+static void min_x_nan(aoi_config *c) { c->min_x = NAN; }
+static void min_y_nan(aoi_config *c) { c->min_y = NAN; }
+static void max_x_nan(aoi_config *c) { c->max_x = NAN; }
+static void max_y_nan(aoi_config *c) { c->max_y = NAN; }
+static void radius_negative(aoi_config *c) { c->max_radius = -1; }
+static void radius_tiny_negative(aoi_config *c) { c->max_radius = -1e-30f; }
+static void radius_nan(aoi_config *c) { c->max_radius = NAN; }
+static void radius_infinite(aoi_config *c) { c->max_radius = INFINITY; }
+static void hysteresis_negative(aoi_config *c) { c->hysteresis = -0.5f; }
+static void hysteresis_nan(aoi_config *c) { c->hysteresis = NAN; }
+static void cells_zero(aoi_config *c)
+{
+  c->shape = AOI_SHAPE_CELLS;
+  c->cell_size = 0;
+}
+static void cells_negative(aoi_config *c)
+{
+  c->shape = AOI_SHAPE_CELLS;
+  c->cell_size = -4;
+}
+static void cells_nan(aoi_config *c)
+{
+  c->shape = AOI_SHAPE_CELLS;
+  c->cell_size = NAN;
+}
+static void shape_unknown(aoi_config *c) { c->shape = (aoi_shape)3; }
+static void allocator_no_alloc(aoi_config *c) { c->allocator = &null_alloc; }
+static void allocator_no_realloc(aoi_config *c)
+{
+  c->allocator = &null_realloc;
+}
+static void allocator_no_free(aoi_config *c) { c->allocator = &null_free; }
+
+static void test_create_rejects_bad_config(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *name;
+    config_mutator mutate;
+  } bad[] = {
+      {"threads 257", threads_257},
+      {"threads UINT_MAX", threads_max},
+      {"shards 4097", shards_4097},
+      {"shards UINT_MAX", shards_max},
+      {"min_x NaN", min_x_nan},
+      {"min_y NaN", min_y_nan},
+      {"max_x NaN", max_x_nan},
+      {"max_y NaN", max_y_nan},
+      {"max_radius -1", radius_negative},
+      {"max_radius -1e-30", radius_tiny_negative},
+      {"max_radius NaN", radius_nan},
+      {"max_radius inf", radius_infinite},
+      {"hysteresis -0.5", hysteresis_negative},
+      {"hysteresis NaN", hysteresis_nan},
+      {"cells, cell_size 0", cells_zero},
+      {"cells, cell_size -4", cells_negative},
+      {"cells, cell_size NaN", cells_nan},
+      {"shape 3", shape_unknown},
+      {"allocator without alloc", allocator_no_alloc},
+      {"allocator without realloc", allocator_no_realloc},
+      {"allocator without free", allocator_no_free},
+  };
+  aoi_world *const sentinel = (aoi_world *)&current;
+  for (size_t i = 0; i < COUNT_OF(bad); i++) {
+    aoi_config c;
+    aoi_config_default(&c);
+    c.threads = 1;
+    bad[i].mutate(&c);
+    aoi_world *w = sentinel;
+    int rc = aoi_create(&c, &w);
+    if (rc != AOI_EINVAL)
+      fail_msg("%s: aoi_create returned %d, not AOI_EINVAL", bad[i].name, rc);
+    if (w != sentinel)
+      fail_msg("%s: aoi_create wrote *out", bad[i].name);
+  }
+  aoi_config c;
+  aoi_config_default(&c);
+  aoi_world *w = sentinel;
+  assert_int_equal(aoi_create(NULL, &w), AOI_EINVAL);
+  assert_ptr_equal(w, sentinel);
+  assert_int_equal(aoi_create(&c, NULL), AOI_EINVAL);
+}
+
+/* The edges of the ranges are accepted. */
+static void test_create_accepts_edge_config(void **state)
+{
+  (void)state;
+  aoi_config c;
+  aoi_stats s;
+  aoi_world *w;
+
+  aoi_config_default(&c);
+  c.threads = 1;
+  c.shards = 4096;
+  c.max_radius = 0;
+  w = create_or_fail(&c);
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(s.shards, 4096);
+  assert_int_equal(s.threads, 1);
+  assert_int_equal(aoi_add(w, 1, 5, 5, 0, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 2, 5, 5, 0, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 3, 5, 5.5f, 0, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 4, 1e9f, -1e9f, 0, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  /* Radius 0 sees exactly the entities on the same point. */
+  EXPECT_VIEW(w, 1, 2);
+  EXPECT_VIEW(w, 2, 1);
+  EXPECT_EMPTY_VIEW(w, 3);
+  EXPECT_EMPTY_VIEW(w, 4);
+  aoi_destroy(w);
+
+  /* A degenerate bounds hint is ignored, not refused. */
+  aoi_config_default(&c);
+  c.threads = 2;
+  c.min_x = c.max_x = 5;
+  c.min_y = 10;
+  c.max_y = -10;
+  c.shape = AOI_SHAPE_CELLS;
+  c.cell_size = 0.25f;
+  c.hysteresis = 0;
+  w = create_or_fail(&c);
+  aoi_destroy(w);
+
+  /* threads 0 means one per online core, shards 0 one per thread. */
+  aoi_config_default(&c);
+  w = create_or_fail(&c);
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned want = cores < 1 ? 1 : cores > 256 ? 256 : (unsigned)cores;
+  assert_int_equal(s.threads, want);
+  assert_int_equal(s.shards, want);
+  aoi_destroy(w);
+
+  aoi_config_default(&c);
+  c.threads = 3;
+  w = create_or_fail(&c);
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(s.threads, 3);
+  assert_int_equal(s.shards, 3);
+  aoi_destroy(w);
+}
+
+static void test_destroy_null(void **state)
+{
+  (void)state;
+  aoi_destroy(NULL);
+}
+
+static void test_null_arguments(void **state)
+{
+  (void)state;
+  const aoi_event *events = NULL;
+  const uint64_t *ids = NULL;
+  size_t count = 77;
+  uint64_t buffer[4];
+  aoi_stats stats;
+
+  assert_int_equal(aoi_add(NULL, 1, 0, 0, 1, WM, ALL, ALL), AOI_EINVAL);
+  assert_int_equal(aoi_move(NULL, 1, 0, 0), AOI_EINVAL);
+  assert_int_equal(aoi_set_radius(NULL, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_set_layers(NULL, 1, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_remove(NULL, 1), AOI_EINVAL);
+  assert_int_equal(aoi_tick(NULL), AOI_EINVAL);
+  assert_int_equal(aoi_drain(NULL, 1, &events, &count), AOI_EINVAL);
+  assert_int_equal(aoi_pending(NULL, &ids, &count), AOI_EINVAL);
+  assert_int_equal(aoi_query_circle(NULL, 0, 0, 1, ALL, buffer, 4, &count),
+                   AOI_EINVAL);
+  assert_int_equal(aoi_view(NULL, 1, buffer, 4, &count), AOI_EINVAL);
+  assert_int_equal(aoi_watchers_of(NULL, 1, buffer, 4, &count), AOI_EINVAL);
+  assert_int_equal(aoi_stats_get(NULL, &stats), AOI_EINVAL);
+  /* NULL world wins over everything else that is wrong. */
+  assert_int_equal(aoi_add(NULL, 1, NAN, 0, -1, 0, ALL, ALL), AOI_EINVAL);
+  assert_int_equal(aoi_move(NULL, 1, NAN, NAN), AOI_EINVAL);
+  assert_int_equal(aoi_set_radius(NULL, 1, NAN), AOI_EINVAL);
+  assert_int_equal(count, 77);
+  assert_null(events);
+  assert_null(ids);
+
+  /* NULL out-parameters on a real world. */
+  aoi_world *w = world_for((layout){1, 1}, 50);
+  assert_int_equal(aoi_add(w, 1, 0, 0, 1, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_drain(w, 1, NULL, &count), AOI_EINVAL);
+  assert_int_equal(aoi_drain(w, 1, &events, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_pending(w, NULL, &count), AOI_EINVAL);
+  assert_int_equal(aoi_pending(w, &ids, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_stats_get(w, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_view(w, 1, buffer, 4, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_view(w, 1, NULL, 4, &count), AOI_EINVAL);
+  assert_int_equal(aoi_watchers_of(w, 1, buffer, 4, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_watchers_of(w, 1, NULL, 1, &count), AOI_EINVAL);
+  assert_int_equal(aoi_query_circle(w, 0, 0, 1, ALL, buffer, 4, NULL),
+                   AOI_EINVAL);
+  assert_int_equal(aoi_query_circle(w, 0, 0, 1, ALL, NULL, 4, &count),
+                   AOI_EINVAL);
+  assert_int_equal(count, 77);
+  /* ids may be NULL when capacity is 0. */
+  assert_int_equal(aoi_view(w, 1, NULL, 0, &count), 0);
+  assert_int_equal(count, 0);
+  count = 77;
+  assert_int_equal(aoi_query_circle(w, 0, 0, 1, ALL, NULL, 0, &count), 0);
+  assert_int_equal(count, 1);
+  aoi_destroy(w);
+}
+
+static void test_strerror(void **state)
+{
+  (void)state;
+  static const struct {
+    int code;
+    const char *name;
+  } codes[] = {
+      {AOI_EINVAL, "AOI_EINVAL"}, {AOI_ENOMEM, "AOI_ENOMEM"},
+      {AOI_EEXIST, "AOI_EEXIST"}, {AOI_ENOENT, "AOI_ENOENT"},
+      {AOI_ECOORD, "AOI_ECOORD"}, {AOI_ERADIUS, "AOI_ERADIUS"},
+      {AOI_EFLAGS, "AOI_EFLAGS"}, {AOI_ESYS, "AOI_ESYS"},
+  };
+  for (size_t i = 0; i < COUNT_OF(codes); i++) {
+    const char *s = aoi_strerror(codes[i].code);
+    assert_non_null(s);
+    if (strstr(s, codes[i].name) == NULL)
+      fail_msg("aoi_strerror(%d) = \"%s\" does not name %s", codes[i].code, s,
+               codes[i].name);
+    for (size_t j = 0; j < i; j++)
+      assert_string_not_equal(s, aoi_strerror(codes[j].code));
+  }
+  assert_non_null(aoi_strerror(0));
+  static const int unknown[] = {1, 42, -9, -100, INT_MIN, INT_MAX};
+  for (size_t i = 0; i < COUNT_OF(unknown); i++) {
+    const char *s = aoi_strerror(unknown[i]);
+    assert_non_null(s);
+    assert_true(s[0] != '\0');
+    for (size_t j = 0; j < COUNT_OF(codes); j++)
+      assert_string_not_equal(s, aoi_strerror(codes[j].code));
+  }
+}
+
+/* ---- operations: codes, check order, no effect on failure -------------- */
+
+static void test_operation_error_order(void **state)
+{
+  (void)state;
+  aoi_world *w = world_for((layout){1, 1}, 50);
+  const float above = nextafterf(50, 100);
+
+  assert_int_equal(aoi_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0); /* max: ok */
+  assert_int_equal(aoi_add(w, 2, 10, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 3, 10, 10, 5, AOI_WATCHER, 0, 0), 0);
+
+  /* aoi_add: EEXIST before everything else. */
+  assert_int_equal(aoi_add(w, 1, NAN, NAN, -1, 0, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(aoi_add(w, 1, 10, 10, 1, WM, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(aoi_add(w, 2, INFINITY, 0, above, 8, ALL, ALL), AOI_EEXIST);
+  /* then EFLAGS */
+  assert_int_equal(aoi_add(w, 4, NAN, NAN, -1, 0, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, 1, 4, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, 1, WM | 8, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, 1, 0x80000000u | AOI_MARKER, ALL, ALL),
+                   AOI_EFLAGS);
+  /* then ECOORD */
+  assert_int_equal(aoi_add(w, 4, NAN, 0, -1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(aoi_add(w, 4, 0, NAN, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(aoi_add(w, 4, INFINITY, 0, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(aoi_add(w, 4, 0, -INFINITY, NAN, WM, ALL, ALL), AOI_ECOORD);
+  /* then ERADIUS */
+  assert_int_equal(aoi_add(w, 4, 0, 0, -1, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, NAN, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, INFINITY, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, above, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(aoi_add(w, 4, 0, 0, 51, AOI_MARKER, ALL, ALL), AOI_ERADIUS);
+  /* None of those made 4 live. */
+  assert_int_equal(aoi_move(w, 4, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_add(w, 4, 0, 0, 0, AOI_MARKER, 0, 0), 0);
+
+  /* aoi_move: ENOENT, then ECOORD. */
+  assert_int_equal(aoi_move(w, 99, NAN, NAN), AOI_ENOENT);
+  assert_int_equal(aoi_move(w, 1, NAN, 0), AOI_ECOORD);
+  assert_int_equal(aoi_move(w, 1, 0, INFINITY), AOI_ECOORD);
+  assert_int_equal(aoi_move(w, 1, -INFINITY, 0), AOI_ECOORD);
+  assert_int_equal(aoi_move(w, 1, -1e30f, 1e30f), 0);
+
+  /* aoi_set_radius: ENOENT, then ERADIUS. */
+  assert_int_equal(aoi_set_radius(w, 99, NAN), AOI_ENOENT);
+  assert_int_equal(aoi_set_radius(w, 1, -0.001f), AOI_ERADIUS);
+  assert_int_equal(aoi_set_radius(w, 1, NAN), AOI_ERADIUS);
+  assert_int_equal(aoi_set_radius(w, 1, INFINITY), AOI_ERADIUS);
+  assert_int_equal(aoi_set_radius(w, 1, above), AOI_ERADIUS);
+  assert_int_equal(aoi_set_radius(w, 1, 50), 0);
+  assert_int_equal(aoi_set_radius(w, 2, 0), 0);
+
+  /* aoi_set_layers: ENOENT only; any masks are fine. */
+  assert_int_equal(aoi_set_layers(w, 99, ALL, ALL), AOI_ENOENT);
+  assert_int_equal(aoi_set_layers(w, 1, 0, 0), 0);
+
+  /* aoi_remove: ENOENT; the state as submitted so far counts. */
+  assert_int_equal(aoi_remove(w, 99), AOI_ENOENT);
+  assert_int_equal(aoi_remove(w, 3), 0);
+  assert_int_equal(aoi_remove(w, 3), AOI_ENOENT);
+  assert_int_equal(aoi_move(w, 3, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_set_radius(w, 3, 1), AOI_ENOENT);
+  assert_int_equal(aoi_set_layers(w, 3, 1, 1), AOI_ENOENT);
+  assert_int_equal(aoi_add(w, 3, NAN, 0, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(aoi_add(w, 3, 0, 0, 1, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 3, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
+
+  /* The same after a tick. */
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_add(w, 2, NAN, 0, -1, 0, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(aoi_move(w, 99, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_remove(w, 4), 0);
+  assert_int_equal(aoi_move(w, 4, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_move(w, 4, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_set_radius(w, 1, above), AOI_ERADIUS);
+  aoi_destroy(w);
+}
+
+/* The same script on two worlds, the second with failing calls in between:
+   the events and views must come out the same. */
+static void failing_script_step(aoi_world *w, int with_failures, int step)
+{
+  if (!with_failures)
+    return;
+  switch (step) {
+  case 0:
+    assert_int_equal(aoi_add(w, 1, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(aoi_add(w, 8, NAN, 50, 1, WM, ALL, ALL), AOI_ECOORD);
+    assert_int_equal(aoi_add(w, 9, 50, 50, 10, 0, ALL, ALL), AOI_EFLAGS);
+    assert_int_equal(aoi_add(w, 10, 50, 50, 31, WM, ALL, ALL), AOI_ERADIUS);
+    break;
+  case 1:
+    assert_int_equal(aoi_move(w, 2, NAN, 0), AOI_ECOORD);
+    assert_int_equal(aoi_move(w, 99, 50, 50), AOI_ENOENT);
+    assert_int_equal(aoi_set_radius(w, 2, 31), AOI_ERADIUS);
+    assert_int_equal(aoi_set_radius(w, 2, -1), AOI_ERADIUS);
+    assert_int_equal(aoi_set_layers(w, 99, 0, 0), AOI_ENOENT);
+    assert_int_equal(aoi_remove(w, 99), AOI_ENOENT);
+    break;
+  case 2:
+    assert_int_equal(aoi_remove(w, 5), AOI_ENOENT);
+    assert_int_equal(aoi_move(w, 5, 50, 50), AOI_ENOENT);
+    assert_int_equal(aoi_add(w, 7, 0, 0, 30, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(aoi_set_radius(w, 7, INFINITY), AOI_ERADIUS);
+    break;
+  default:
+    break;
+  }
+}
+
+static void run_failing_script(aoi_world *w, int with_failures, records *t1,
+                               records *t2, answer views[8])
+{
+  static const float where[][2] = {{10, 10}, {20, 10}, {50, 50},
+                                   {55, 52}, {90, 90}, {85, 88}};
+  for (uint64_t id = 1; id <= 6; id++)
+    assert_int_equal(aoi_add(w, id, where[id - 1][0], where[id - 1][1], 30, WM,
+                             ALL, ALL),
+                     0);
+  failing_script_step(w, with_failures, 0);
+  tick_and_drain(w, t1);
+  failing_script_step(w, with_failures, 0);
+  failing_script_step(w, with_failures, 1);
+  assert_int_equal(aoi_move(w, 1, 60, 50), 0);
+  failing_script_step(w, with_failures, 1);
+  assert_int_equal(aoi_set_radius(w, 3, 5), 0);
+  assert_int_equal(aoi_set_layers(w, 4, 2, 2), 0);
+  assert_int_equal(aoi_remove(w, 5), 0);
+  assert_int_equal(aoi_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
+  failing_script_step(w, with_failures, 2);
+  tick_and_drain(w, t2);
+  for (uint64_t id = 1; id <= 7; id++) {
+    if (id == 5) {
+      assert_int_equal(aoi_view(w, id, views[id].ids, MAX_IDS,
+                                &views[id].count),
+                       AOI_ENOENT);
+      continue;
+    }
+    view_of(w, id, &views[id]);
+  }
+  for (uint64_t id = 8; id <= 10; id++)
+    assert_int_equal(aoi_move(w, id, 0, 0), AOI_ENOENT);
+}
+
+static void test_failed_operations_change_nothing(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    records clean1 = {0}, clean2 = {0}, dirty1 = {0}, dirty2 = {0};
+    answer clean_views[8], dirty_views[8];
+    aoi_world *a = world_for(layouts[l], 30);
+    aoi_world *b = world_for(layouts[l], 30);
+    run_failing_script(a, 0, &clean1, &clean2, clean_views);
+    run_failing_script(b, 1, &dirty1, &dirty2, dirty_views);
+    assert_true(clean1.count > 0 && clean2.count > 0);
+    expect_records(&dirty1, clean1.items, clean1.count);
+    expect_records(&dirty2, clean2.items, clean2.count);
+    for (uint64_t id = 1; id <= 7; id++)
+      if (id != 5)
+        expect_ids(&dirty_views[id], clean_views[id].ids,
+                   clean_views[id].count);
+    aoi_stats sa, sb;
+    assert_int_equal(aoi_stats_get(a, &sa), 0);
+    assert_int_equal(aoi_stats_get(b, &sb), 0);
+    assert_int_equal(sa.entities, 6);
+    assert_int_equal(sb.entities, 6);
+    aoi_destroy(a);
+    aoi_destroy(b);
+    records_free(&clean1);
+    records_free(&clean2);
+    records_free(&dirty1);
+    records_free(&dirty2);
+  }
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* TRACE_FORMAT.md's example. */
+static const record example_tick1[] = {
+    {7, {9, 10.5f, -3, AOI_ENTER, 1}},
+    {9, {7, 12, -3, AOI_ENTER, 1}},
+};
+static const record example_tick2[] = {
+    {7, {9, 0, 0, AOI_LEAVE, 2}},
+    {9, {7, 40, -3, AOI_MOVE, 2}},
+};
+
+static void add_example(aoi_world *w)
+{
+  assert_int_equal(aoi_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 9, 10.5f, -3, 50, WM, ALL, ALL), 0);
+}
+
+static void test_trace_example(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 500);
+    records r = {0};
+    add_example(w);
+    tick_and_drain(w, &r);
+    expect_records(&r, example_tick1, COUNT_OF(example_tick1));
+    assert_int_equal(aoi_move(w, 7, 40, -3), 0);
+    tick_and_drain(w, &r);
+    expect_records(&r, example_tick2, COUNT_OF(example_tick2));
+    /* Nothing changes: no events at all. */
+    tick_and_drain(w, &r);
+    assert_int_equal(r.count, 0);
+    records_free(&r);
+    aoi_destroy(w);
+  }
+}
+
+static void expect_drain(aoi_world *w, uint64_t watcher, const record *want,
+                         size_t n)
+{
+  const aoi_event *events = NULL;
+  size_t count = SIZE_MAX;
+  assert_int_equal(aoi_drain(w, watcher, &events, &count), 0);
+  records got = {0};
+  for (size_t i = 0; i < count; i++)
+    records_push(&got, watcher, &events[i]);
+  expect_records(&got, want, n);
+  records_free(&got);
+}
+
+static void test_events_accumulate(void **state)
+{
+  (void)state;
+  static const record seven[] = {
+      {7, {9, 10.5f, -3, AOI_ENTER, 1}},
+      {7, {9, 0, 0, AOI_LEAVE, 2}},
+  };
+  static const record nine[] = {
+      {9, {7, 12, -3, AOI_ENTER, 1}},
+      {9, {7, 40, -3, AOI_MOVE, 2}},
+      {9, {7, 41, -3, AOI_MOVE, 3}},
+  };
+  static const record nine_later[] = {
+      {9, {7, 0, 0, AOI_LEAVE, 6}},
+  };
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 500);
+    add_example(w);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_move(w, 7, 40, -3), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_move(w, 7, 41, -3), 0);
+    assert_int_equal(aoi_tick(w), 0);
+
+    const uint64_t *ids;
+    size_t n;
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 7);
+    assert_int_equal(ids[1], 9);
+
+    /* Borrowed events stay valid until the next tick, across drains. */
+    const aoi_event *nine_events;
+    size_t nine_count;
+    assert_int_equal(aoi_drain(w, 9, &nine_events, &nine_count), 0);
+    expect_drain(w, 7, seven, COUNT_OF(seven));
+    records got = {0};
+    for (size_t i = 0; i < nine_count; i++)
+      records_push(&got, 9, &nine_events[i]);
+    expect_records(&got, nine, COUNT_OF(nine));
+    records_free(&got);
+
+    /* Drained outboxes are empty, and stay so while nothing happens. */
+    expect_drain(w, 7, NULL, 0);
+    expect_drain(w, 9, NULL, 0);
+    expect_no_events(w);
+    assert_int_equal(aoi_tick(w), 0);
+    expect_no_events(w);
+    expect_drain(w, 9, NULL, 0);
+    assert_int_equal(aoi_tick(w), 0);
+
+    /* A later event comes alone, with its own tick number. */
+    assert_int_equal(aoi_move(w, 7, 200, -3), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 9);
+    expect_drain(w, 9, nine_later, COUNT_OF(nine_later));
+    aoi_destroy(w);
+  }
+}
+
+static void test_pending_ascending_and_stable(void **state)
+{
+  (void)state;
+  static const uint64_t crowd[] = {UINT64_MAX, 0, 500, 3, UINT64_C(1) << 40,
+                                   42};
+  static const uint64_t sorted[] = {0, 3, 42, 500, UINT64_C(1) << 40,
+                                    UINT64_MAX};
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 50);
+    /* All near (50, 50), which is on or near a border for every layout. */
+    for (size_t i = 0; i < COUNT_OF(crowd); i++)
+      assert_int_equal(aoi_add(w, crowd[i], 48 + (float)i, 50, 20, WM, ALL,
+                               ALL),
+                       0);
+    assert_int_equal(aoi_add(w, 77, 50, 49, 20, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 88, 5, 5, 1, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+
+    const uint64_t *ids;
+    size_t n;
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    answer got;
+    memcpy(got.ids, ids, sizeof(uint64_t) * (n < MAX_IDS ? n : MAX_IDS));
+    got.count = n;
+    expect_ids(&got, sorted, COUNT_OF(sorted));
+    /* Drain while iterating: the list stays as it was. */
+    for (size_t i = 0; i < n; i++) {
+      const aoi_event *events;
+      size_t count;
+      assert_int_equal(aoi_drain(w, ids[i], &events, &count), 0);
+      assert_int_equal(count, COUNT_OF(crowd)); /* 5 watchers + marker 77 */
+      for (size_t j = 0; j < n; j++)
+        assert_int_equal(ids[j], sorted[j]);
+    }
+    expect_no_events(w);
+
+    /* 500 moves: everyone else that sees it gets a move; 500 gets none. */
+    assert_int_equal(aoi_move(w, 500, 50.5f, 50), 0);
+    /* New watchers with ids between the others join the list in order. */
+    assert_int_equal(aoi_add(w, 1, 49, 51, 20, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 41, 49, 52, 20, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    static const uint64_t second[] = {0,  1,   3, 41, 42, UINT64_C(1) << 40,
+                                      UINT64_MAX};
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    memcpy(got.ids, ids, sizeof(uint64_t) * (n < MAX_IDS ? n : MAX_IDS));
+    got.count = n;
+    expect_ids(&got, second, COUNT_OF(second));
+
+    /* Drain a few; a fresh aoi_pending lists only the rest. */
+    const aoi_event *events;
+    size_t count;
+    assert_int_equal(aoi_drain(w, 3, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].kind, AOI_MOVE);
+    assert_int_equal(events[0].id, 500);
+    assert_int_equal(aoi_drain(w, UINT64_MAX, &events, &count), 0);
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 7); /* 6 crowd markers + 77 */
+    static const uint64_t rest[] = {0, 41, 42, UINT64_C(1) << 40};
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    memcpy(got.ids, ids, sizeof(uint64_t) * (n < MAX_IDS ? n : MAX_IDS));
+    got.count = n;
+    expect_ids(&got, rest, COUNT_OF(rest));
+
+    /* Undrained ones get more events; the list still has each once. */
+    assert_int_equal(aoi_move(w, 77, 50, 48), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    static const uint64_t third[] = {0,  1,  3, 41, 42, 500,
+                                     UINT64_C(1) << 40, UINT64_MAX};
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    memcpy(got.ids, ids, sizeof(uint64_t) * (n < MAX_IDS ? n : MAX_IDS));
+    got.count = n;
+    expect_ids(&got, third, COUNT_OF(third));
+    assert_int_equal(aoi_drain(w, 0, &events, &count), 0);
+    assert_int_equal(count, 2); /* move 500 (tick 2), move 77 (tick 3) */
+    assert_int_equal(events[0].tick, 2);
+    assert_int_equal(events[1].tick, 3);
+    assert_int_equal(events[1].id, 77);
+    aoi_destroy(w);
+  }
+}
+
+static void test_remove_watcher_drops_events(void **state)
+{
+  (void)state;
+  static const record nine[] = {
+      {9, {7, 12, -3, AOI_ENTER, 1}},
+      {9, {7, 0, 0, AOI_LEAVE, 2}},
+  };
+  static const record reborn[] = {
+      {7, {9, 10.5f, -3, AOI_ENTER, 3}},
+  };
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 500);
+    add_example(w);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_remove(w, 7), 0);
+    const aoi_event *events = NULL;
+    size_t count = 123;
+    assert_int_equal(aoi_drain(w, 7, &events, &count), AOI_ENOENT);
+    assert_null(events);
+    assert_int_equal(count, 123);
+    const uint64_t *ids;
+    size_t n;
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 9);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 9);
+    assert_int_equal(aoi_drain(w, 7, &events, &count), AOI_ENOENT);
+    expect_drain(w, 9, nine, COUNT_OF(nine));
+
+    /* Same id back: a new watcher whose first tick is all enters, none of
+       the old one's events. */
+    assert_int_equal(aoi_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
+    expect_drain(w, 7, NULL, 0);
+    assert_int_equal(aoi_tick(w), 0);
+    expect_drain(w, 7, reborn, COUNT_OF(reborn));
+
+    /* Removed and re-added before a tick, with events undrained: those are
+       dropped too. */
+    assert_int_equal(aoi_move(w, 9, 11, -3), 0);
+    assert_int_equal(aoi_tick(w), 0); /* 7 gets a move, undrained */
+    assert_int_equal(aoi_remove(w, 7), 0);
+    assert_int_equal(aoi_add(w, 7, 12, -3, 20, AOI_WATCHER, ALL, ALL), 0);
+    expect_drain(w, 7, NULL, 0);
+    assert_int_equal(aoi_pending(w, &ids, &n), 0);
+    for (size_t i = 0; i < n; i++)
+      assert_int_not_equal(ids[i], 7);
+    assert_int_equal(aoi_tick(w), 0);
+    static const record again[] = {{7, {9, 11, -3, AOI_ENTER, 5}}};
+    expect_drain(w, 7, again, COUNT_OF(again));
+    aoi_destroy(w);
+  }
+}
+
+static void test_respawn_in_one_tick(void **state)
+{
+  (void)state;
+  static const record t2[] = {
+      {1, {2, 0, 0, AOI_LEAVE, 2}},
+      {1, {2, 15, 10, AOI_ENTER, 2}},
+  };
+  static const record t3[] = {
+      {1, {2, 0, 0, AOI_LEAVE, 3}},
+      {1, {2, 62, 12, AOI_ENTER, 3}},
+      {2, {1, 60, 10, AOI_ENTER, 3}},
+  };
+  static const record t5[] = {
+      {1, {2, 0, 0, AOI_LEAVE, 5}},
+      {1, {3, 0, 0, AOI_LEAVE, 5}},
+      {1, {2, 61, 11, AOI_ENTER, 5}},
+      {1, {3, 55, 12, AOI_ENTER, 5}},
+  };
+  static const record t6[] = {
+      {1, {2, 0, 0, AOI_LEAVE, 6}},
+  };
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 50);
+    records r = {0};
+    assert_int_equal(aoi_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
+    tick_and_drain(w, &r);
+    assert_int_equal(r.count, 1);
+
+    /* Same place: leave then enter, no move. */
+    assert_int_equal(aoi_remove(w, 2), 0);
+    assert_int_equal(aoi_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
+    tick_and_drain(w, &r);
+    expect_records(&r, t2, COUNT_OF(t2));
+
+    /* Both moved across the map (into another shard), the marker reborn as
+       a watcher too. */
+    assert_int_equal(aoi_move(w, 1, 60, 10), 0);
+    assert_int_equal(aoi_remove(w, 2), 0);
+    assert_int_equal(aoi_add(w, 2, 62, 12, 5, WM, ALL, ALL), 0);
+    tick_and_drain(w, &r);
+    expect_records(&r, t3, COUNT_OF(t3));
+
+    /* Removed, re-added, moved, removed and re-added again in one tick; a
+       third id appears, leaves and comes back. */
+    assert_int_equal(aoi_add(w, 3, 55, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    tick_and_drain(w, &r);
+    assert_int_equal(r.count, 1);
+    assert_int_equal(aoi_remove(w, 2), 0);
+    assert_int_equal(aoi_add(w, 2, 90, 90, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_move(w, 2, 20, 20), 0);
+    assert_int_equal(aoi_remove(w, 2), 0);
+    assert_int_equal(aoi_add(w, 2, 61, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_remove(w, 3), 0);
+    assert_int_equal(aoi_add(w, 3, 55, 12, 0, AOI_MARKER, ALL, ALL), 0);
+    tick_and_drain(w, &r);
+    expect_records(&r, t5, COUNT_OF(t5));
+
+    /* Out of sight when reborn: leave only. Added and removed in one tick:
+       nothing at all. */
+    assert_int_equal(aoi_remove(w, 2), 0);
+    assert_int_equal(aoi_add(w, 2, 99, 99, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 4, 60, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_remove(w, 4), 0);
+    tick_and_drain(w, &r);
+    expect_records(&r, t6, COUNT_OF(t6));
+    records_free(&r);
+    aoi_destroy(w);
+  }
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+static void test_queries_answer_last_tick(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 40);
+    answer a;
+    /* A small town across the map's middle. */
+    assert_int_equal(aoi_add(w, 10, 50, 50, 30, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 5, 30, 50, 10, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 30, 70, 50, 25, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 20, 50, 80, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 40, 5, 5, 0, AOI_MARKER, ALL, ALL), 0);
+
+    /* Before the first tick nothing is seen. */
+    EXPECT_EMPTY_VIEW(w, 10);
+    watchers_of(w, 20, &a);
+    expect_ids(&a, NULL, 0);
+    circle(w, 50, 50, 100, ALL, &a);
+    expect_ids(&a, NULL, 0);
+
+    assert_int_equal(aoi_tick(w), 0);
+    EXPECT_VIEW(w, 10, 5, 20);
+    EXPECT_EMPTY_VIEW(w, 5); /* 10 is 20 away, radius 10 */
+    EXPECT_VIEW(w, 30, 10);
+    EXPECT_EMPTY_VIEW(w, 20); /* a marker only */
+    watchers_of(w, 10, &a);
+    {
+      static const uint64_t want[] = {30};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    watchers_of(w, 20, &a);
+    {
+      static const uint64_t want[] = {10};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    watchers_of(w, 30, &a); /* not a marker */
+    expect_ids(&a, NULL, 0);
+    circle(w, 50, 50, 30, ALL, &a); /* inclusive: 20 and 5 at exactly 30 */
+    {
+      static const uint64_t want[] = {5, 10, 20};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 50, 50, nextafterf(30, 0), ALL, &a);
+    {
+      static const uint64_t want[] = {5, 10};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 8, 9, 5, ALL, &a); /* (3, 4) away from 40 */
+    {
+      static const uint64_t want[] = {40};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+
+    /* Operations submitted now are not seen until the next tick. */
+    assert_int_equal(aoi_move(w, 20, 5, 6), 0);
+    assert_int_equal(aoi_move(w, 5, 90, 90), 0);
+    assert_int_equal(aoi_set_radius(w, 30, 0), 0);
+    assert_int_equal(aoi_set_layers(w, 10, 0, 0), 0);
+    assert_int_equal(aoi_remove(w, 40), 0);
+    assert_int_equal(aoi_add(w, 50, 50, 51, 40, WM, ALL, ALL), 0);
+    EXPECT_VIEW(w, 10, 5, 20);
+    EXPECT_VIEW(w, 30, 10);
+    EXPECT_EMPTY_VIEW(w, 50);
+    watchers_of(w, 50, &a);
+    expect_ids(&a, NULL, 0);
+    watchers_of(w, 20, &a);
+    {
+      static const uint64_t want[] = {10};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 50, 50, 30, ALL, &a);
+    {
+      static const uint64_t want[] = {5, 10, 20};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 8, 9, 5, ALL, &a); /* 40 as of the last tick; not 20 yet */
+    {
+      static const uint64_t want[] = {40};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    /* The removed entity is not live: ENOENT, and nothing written. */
+    a.count = 999;
+    assert_int_equal(aoi_view(w, 40, a.ids, MAX_IDS, &a.count), AOI_ENOENT);
+    assert_int_equal(aoi_watchers_of(w, 40, a.ids, MAX_IDS, &a.count),
+                     AOI_ENOENT);
+    assert_int_equal(aoi_view(w, 12345, a.ids, MAX_IDS, &a.count),
+                     AOI_ENOENT);
+    assert_int_equal(a.count, 999);
+
+    assert_int_equal(aoi_tick(w), 0);
+    EXPECT_EMPTY_VIEW(w, 10); /* interest 0 */
+    EXPECT_EMPTY_VIEW(w, 30); /* radius 0 */
+    /* 10 is in no layer now, 5 and 20 are out of 50's reach. */
+    EXPECT_EMPTY_VIEW(w, 50);
+    watchers_of(w, 20, &a);
+    expect_ids(&a, NULL, 0);
+    circle(w, 8, 9, 5, ALL, &a);
+    {
+      static const uint64_t want[] = {20};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 50, 50, 30, ALL, &a);
+    {
+      static const uint64_t want[] = {50}; /* 10 is in no layer */
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    aoi_destroy(w);
+  }
+}
+
+static void test_query_capacity(void **state)
+{
+  (void)state;
+  aoi_world *w = world_for((layout){2, 3}, 50);
+  /* Watcher 100 sees 9..1 (added in descending order); 0 watches all. */
+  for (uint64_t id = 9; id >= 1; id--)
+    assert_int_equal(aoi_add(w, id, 40 + (float)id, 50, 0, AOI_MARKER, ALL,
+                             ALL),
+                     0);
+  assert_int_equal(aoi_add(w, 100, 45, 45, 20, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 0, 45, 55, 20, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 200, 45, 52, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+
+  uint64_t buffer[16];
+  size_t count;
+  for (size_t capacity = 0; capacity <= 12; capacity++) {
+    for (size_t i = 0; i < 16; i++)
+      buffer[i] = SENTINEL;
+    count = 777;
+    assert_int_equal(aoi_view(w, 100, buffer, capacity, &count), 0);
+    assert_int_equal(count, 10);
+    for (size_t i = 0; i < 16; i++) {
+      uint64_t want = i < capacity && i < 10 ? (i < 9 ? i + 1 : 200) : SENTINEL;
+      assert_int_equal(buffer[i], want);
+    }
+
+    for (size_t i = 0; i < 16; i++)
+      buffer[i] = SENTINEL;
+    assert_int_equal(aoi_watchers_of(w, 5, buffer, capacity, &count), 0);
+    assert_int_equal(count, 3);
+    static const uint64_t watchers[] = {0, 100, 200};
+    for (size_t i = 0; i < 16; i++)
+      assert_int_equal(buffer[i], i < capacity && i < 3 ? watchers[i]
+                                                        : SENTINEL);
+
+    for (size_t i = 0; i < 16; i++)
+      buffer[i] = SENTINEL;
+    assert_int_equal(aoi_query_circle(w, 45, 50, 100, ALL, buffer, capacity,
+                                      &count),
+                     0);
+    assert_int_equal(count, 10);
+    for (size_t i = 0; i < 16; i++) {
+      uint64_t want = i < capacity && i < 10 ? (i < 9 ? i + 1 : 200) : SENTINEL;
+      assert_int_equal(buffer[i], want);
+    }
+  }
+  count = 777;
+  assert_int_equal(aoi_view(w, 100, NULL, 0, &count), 0);
+  assert_int_equal(count, 10);
+  count = 777;
+  assert_int_equal(aoi_watchers_of(w, 1, NULL, 0, &count), 0);
+  assert_int_equal(count, 3);
+
+  /* Bad query arguments. */
+  count = 777;
+  assert_int_equal(aoi_query_circle(w, NAN, 0, 1, ALL, buffer, 16, &count),
+                   AOI_ECOORD);
+  assert_int_equal(aoi_query_circle(w, 0, INFINITY, 1, ALL, buffer, 16,
+                                    &count),
+                   AOI_ECOORD);
+  assert_int_equal(aoi_query_circle(w, NAN, 0, -1, ALL, buffer, 16, &count),
+                   AOI_ECOORD);
+  assert_int_equal(aoi_query_circle(w, 0, 0, -1, ALL, buffer, 16, &count),
+                   AOI_ERADIUS);
+  assert_int_equal(aoi_query_circle(w, 0, 0, NAN, ALL, buffer, 16, &count),
+                   AOI_ERADIUS);
+  assert_int_equal(count, 777);
+  aoi_destroy(w);
+}
+
+static void test_layer_masks(void **state)
+{
+  (void)state;
+  static const record t2[] = {
+      {1, {11, 0, 0, AOI_LEAVE, 2}},
+      {1, {12, 52, 50, AOI_ENTER, 2}},
+  };
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *w = world_for(layouts[l], 50);
+    answer a;
+    /* Watcher 1 is interested in layer 1, watcher 2 in layers 2 and 4. */
+    assert_int_equal(aoi_add(w, 1, 50, 48, 10, AOI_WATCHER, 0, 1), 0);
+    assert_int_equal(aoi_add(w, 2, 50, 52, 10, AOI_WATCHER, 0, 6), 0);
+    assert_int_equal(aoi_add(w, 11, 49, 50, 0, AOI_MARKER, 1, 0), 0);
+    assert_int_equal(aoi_add(w, 12, 52, 50, 0, AOI_MARKER, 2, 0), 0);
+    assert_int_equal(aoi_add(w, 13, 51, 51, 0, AOI_MARKER, 3, 0), 0);
+    assert_int_equal(aoi_add(w, 14, 48, 49, 0, AOI_MARKER, 0, ALL), 0);
+    assert_int_equal(aoi_add(w, 15, 50, 50, 0, WM, 0x80000000u, 0x80000000u),
+                     0);
+    assert_int_equal(aoi_tick(w), 0);
+    EXPECT_VIEW(w, 1, 11, 13);
+    EXPECT_VIEW(w, 2, 12, 13);
+    EXPECT_EMPTY_VIEW(w, 15); /* sees only layer 31, which nobody else is in */
+    watchers_of(w, 13, &a);
+    {
+      static const uint64_t want[] = {1, 2};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    watchers_of(w, 14, &a);
+    expect_ids(&a, NULL, 0);
+    circle(w, 50, 50, 5, 2, &a);
+    {
+      static const uint64_t want[] = {12, 13};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 50, 50, 5, 0x80000001u, &a);
+    {
+      static const uint64_t want[] = {11, 13, 15};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    circle(w, 50, 50, 5, 0, &a);
+    expect_ids(&a, NULL, 0);
+    circle(w, 50, 50, 5, ALL, &a);
+    {
+      static const uint64_t want[] = {11, 12, 13, 15};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+
+    /* Masks change: 11 leaves both layers 1 and 2 (now in 8), 12 joins
+       layer 1 too. */
+    records r = {0};
+    drain_all(w, &r);
+    assert_int_equal(r.count, 4); /* 1: 11, 13; 2: 12, 13 */
+    assert_int_equal(aoi_set_layers(w, 11, 8, 0), 0);
+    assert_int_equal(aoi_set_layers(w, 12, 3, 0), 0);
+    assert_int_equal(aoi_set_layers(w, 1, 0, 1), 0); /* unchanged */
+    circle(w, 50, 50, 5, 8, &a); /* not yet */
+    expect_ids(&a, NULL, 0);
+    tick_and_drain(w, &r); /* 2 still sees 12 (layers 3 & 6) */
+    expect_records(&r, t2, COUNT_OF(t2));
+    EXPECT_VIEW(w, 1, 12, 13);
+    EXPECT_VIEW(w, 2, 12, 13);
+    circle(w, 50, 50, 5, 8, &a);
+    {
+      static const uint64_t want[] = {11};
+      expect_ids(&a, want, COUNT_OF(want));
+    }
+    records_free(&r);
+    aoi_destroy(w);
+  }
+}
+
+/* ---- a crowd: views against brute force, events against one layout ---- */
+
+#define CROWD 90
+
+typedef struct person {
+  uint64_t id;
+  float x, y, r;
+  unsigned flags;
+  uint32_t layers, interest;
+  int live;
+} person;
+
+static uint64_t rng_next(uint64_t *s)
+{
+  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static unsigned rng_below(uint64_t *s, unsigned n)
+{
+  return (unsigned)(rng_next(s) % n);
+}
+
+static int sees(const person *a, const person *b)
+{
+  if (!a->live || !b->live || a == b || !(a->flags & AOI_WATCHER) ||
+      !(b->flags & AOI_MARKER) || (a->interest & b->layers) == 0)
+    return 0;
+  double dx = (double)a->x - b->x, dy = (double)a->y - b->y;
+  return dx * dx + dy * dy <= (double)a->r * a->r;
+}
+
+static void check_crowd(aoi_world *w, const person *p)
+{
+  for (int i = 0; i < CROWD; i++) {
+    answer got;
+    uint64_t want[CROWD];
+    size_t n = 0;
+    if (!p[i].live) {
+      assert_int_equal(aoi_view(w, p[i].id, got.ids, MAX_IDS, &got.count),
+                       AOI_ENOENT);
+      continue;
+    }
+    for (int j = 0; j < CROWD; j++) /* ids ascend with the index */
+      if (sees(&p[i], &p[j]))
+        want[n++] = p[j].id;
+    view_of(w, p[i].id, &got);
+    expect_ids(&got, want, n);
+    n = 0;
+    for (int j = 0; j < CROWD; j++)
+      if (sees(&p[j], &p[i]))
+        want[n++] = p[j].id;
+    watchers_of(w, p[i].id, &got);
+    expect_ids(&got, want, n);
+    /* The circle around each entity, of its radius, over layers 1. */
+    n = 0;
+    for (int j = 0; j < CROWD; j++) {
+      double dx = (double)p[i].x - p[j].x, dy = (double)p[i].y - p[j].y;
+      if (p[j].live && (p[j].flags & AOI_MARKER) && (p[j].layers & 1) &&
+          dx * dx + dy * dy <= (double)p[i].r * p[i].r)
+        want[n++] = p[j].id;
+    }
+    circle(w, p[i].x, p[i].y, p[i].r, 1, &got);
+    expect_ids(&got, want, n);
+  }
+}
+
+/* Runs the crowd on layout `l` and returns every event of every tick. */
+static void run_crowd(layout l, records *all)
+{
+  aoi_world *w = world_for(l, 25);
+  person p[CROWD];
+  uint64_t rng = 12345;
+  static const unsigned flags[] = {AOI_WATCHER, AOI_MARKER, WM, WM};
+  for (int i = 0; i < CROWD; i++) {
+    /* Integer coordinates and radii: every distance test is exact. */
+    p[i].id = 1000 + 7 * (uint64_t)i;
+    p[i].x = (float)rng_below(&rng, 101);
+    p[i].y = (float)rng_below(&rng, 101);
+    p[i].r = (float)(5 + rng_below(&rng, 21));
+    p[i].flags = flags[rng_below(&rng, 4)];
+    p[i].layers = 1 + rng_below(&rng, 3);
+    p[i].interest = 1 + rng_below(&rng, 3);
+    p[i].live = 1;
+    assert_int_equal(aoi_add(w, p[i].id, p[i].x, p[i].y, p[i].r, p[i].flags,
+                             p[i].layers, p[i].interest),
+                     0);
+  }
+  all->count = 0;
+  for (int t = 0; t < 12; t++) {
+    assert_int_equal(aoi_tick(w), 0);
+    drain_all(w, all);
+    check_crowd(w, p);
+    for (int i = 0; i < CROWD; i++) {
+      person *q = &p[i];
+      unsigned what = rng_below(&rng, 20);
+      if (!q->live) {
+        if (what < 5) {
+          q->live = 1;
+          assert_int_equal(aoi_add(w, q->id, q->x, q->y, q->r, q->flags,
+                                   q->layers, q->interest),
+                           0);
+        }
+        continue;
+      }
+      if (what < 8) { /* walk */
+        q->x = (float)((int)q->x + (int)rng_below(&rng, 7) - 3);
+        q->y = (float)((int)q->y + (int)rng_below(&rng, 7) - 3);
+        assert_int_equal(aoi_move(w, q->id, q->x, q->y), 0);
+      } else if (what < 10) { /* teleport, sometimes out of the bounds */
+        q->x = (float)((int)rng_below(&rng, 141) - 20);
+        q->y = (float)((int)rng_below(&rng, 141) - 20);
+        assert_int_equal(aoi_move(w, q->id, q->x, q->y), 0);
+      } else if (what == 10) {
+        q->r = (float)rng_below(&rng, 26);
+        assert_int_equal(aoi_set_radius(w, q->id, q->r), 0);
+      } else if (what == 11) {
+        q->layers = rng_below(&rng, 4);
+        q->interest = rng_below(&rng, 4);
+        assert_int_equal(aoi_set_layers(w, q->id, q->layers, q->interest), 0);
+      } else if (what == 12) {
+        q->live = 0;
+        assert_int_equal(aoi_remove(w, q->id), 0);
+      } else if (what == 13) { /* respawn elsewhere */
+        assert_int_equal(aoi_remove(w, q->id), 0);
+        q->x = (float)rng_below(&rng, 101);
+        q->flags = flags[rng_below(&rng, 4)];
+        assert_int_equal(aoi_add(w, q->id, q->x, q->y, q->r, q->flags,
+                                 q->layers, q->interest),
+                         0);
+      }
+    }
+  }
+  aoi_stats s;
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(s.tick, 12);
+  if (l.shards > 1)
+    assert_true(s.ghosts > 0);
+  aoi_destroy(w);
+}
+
+static void test_crowd_every_layout(void **state)
+{
+  (void)state;
+  records first = {0}, other = {0};
+  run_crowd(layouts[0], &first);
+  assert_true(first.count > 500);
+  for (size_t l = 1; l < COUNT_OF(layouts); l++) {
+    run_crowd(layouts[l], &other);
+    expect_records(&other, first.items, first.count);
+  }
+  records_free(&first);
+  records_free(&other);
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+static void expect_stats(aoi_world *w, layout l, uint64_t tick,
+                         uint64_t entities, uint64_t watchers)
+{
+  aoi_stats s;
+  memset(&s, 0xa5, sizeof(s));
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(s.tick, tick);
+  assert_int_equal(s.threads, l.threads);
+  assert_int_equal(s.shards, l.shards ? l.shards : l.threads);
+  assert_int_equal(s.entities, entities);
+  assert_int_equal(s.watchers, watchers);
+  assert_non_null(s.shard_entities);
+  assert_non_null(s.shard_ns);
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < s.shards; i++)
+    sum += s.shard_entities[i];
+  assert_int_equal(sum, entities);
+  if (s.shards == 1) {
+    assert_int_equal(s.ghosts, 0);
+    assert_int_equal(s.handoffs, 0);
+  }
+}
+
+static void test_stats(void **state)
+{
+  (void)state;
+  static const layout more[] = {{1, 0}, {3, 0}};
+  for (size_t l = 0; l < COUNT_OF(layouts) + COUNT_OF(more); l++) {
+    layout lay =
+        l < COUNT_OF(layouts) ? layouts[l] : more[l - COUNT_OF(layouts)];
+    aoi_world *w = world_for(lay, 30);
+    expect_stats(w, lay, 0, 0, 0);
+    /* 10 watcher-markers, 5 markers, 3 watchers, spread over the map. */
+    for (uint64_t id = 1; id <= 18; id++) {
+      unsigned f = id <= 10 ? WM : id <= 15 ? AOI_MARKER : AOI_WATCHER;
+      float x = (float)((id * 37) % 100), y = (float)((id * 61) % 100);
+      assert_int_equal(aoi_add(w, id, x, y, 30, f, ALL, ALL), 0);
+    }
+    expect_stats(w, lay, 0, 0, 0); /* nothing until the tick */
+    records r = {0};
+    tick_and_drain(w, &r);
+    expect_stats(w, lay, 1, 18, 13);
+    aoi_stats s;
+    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(s.events, r.count);
+    assert_true(r.count > 0);
+
+    /* One watcher and one marker go; one crosses the whole map. */
+    assert_int_equal(aoi_remove(w, 16), 0);
+    assert_int_equal(aoi_remove(w, 12), 0);
+    assert_int_equal(aoi_move(w, 1, 1, 1), 0);
+    tick_and_drain(w, &r);
+    assert_int_equal(aoi_move(w, 1, 99, 99), 0);
+    tick_and_drain(w, &r);
+    expect_stats(w, lay, 3, 16, 12);
+    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(s.events, r.count);
+    if (s.shards > 1)
+      assert_true(s.handoffs >= 1);
+    records_free(&r);
+    aoi_destroy(w);
+  }
+}
+
+/* ---- allocator ---------------------------------------------------------- */
+
+/* A busy life: adds, ticks, undrained events, queries, removes, respawns,
+   and operations left unticked at destroy. */
+static void busy_life(aoi_world *w)
+{
+  records r = {0};
+  answer a;
+  for (uint64_t id = 1; id <= 300; id++)
+    assert_int_equal(aoi_add(w, id, (float)((id * 37) % 100),
+                             (float)((id * 61) % 100), 15, WM, ALL, ALL),
+                     0);
+  tick_and_drain(w, &r);
+  for (int t = 0; t < 4; t++) {
+    for (uint64_t id = 1; id <= 300; id += 3)
+      assert_int_equal(aoi_move(w, id, (float)((id * 13 + t * 29) % 100),
+                                (float)((id * 7 + t * 31) % 100)),
+                       0);
+    assert_int_equal(aoi_remove(w, 10 + (uint64_t)t), 0);
+    assert_int_equal(aoi_add(w, 10 + (uint64_t)t, 50, 50, 15, WM, ALL, ALL),
+                     0);
+    assert_int_equal(aoi_remove(w, 150 + 3 * (uint64_t)t), 0);
+    assert_int_equal(aoi_tick(w), 0); /* not drained */
+    view_of(w, 1, &a);
+    watchers_of(w, 2, &a);
+    circle(w, 50, 50, 30, ALL, &a);
+  }
+  const uint64_t *ids;
+  size_t n;
+  assert_int_equal(aoi_pending(w, &ids, &n), 0);
+  assert_true(n > 0);
+  for (uint64_t id = 1; id <= 300; id += 2) {
+    int rc = aoi_move(w, id, 1, 1);
+    assert_true(rc == 0 || (rc == AOI_ENOENT && (id == 153 || id == 159)));
+  }
+  for (uint64_t id = 301; id <= 1500; id++) /* more than one op chunk */
+    assert_int_equal(aoi_add(w, id, 3, 3, 1, AOI_MARKER, ALL, ALL), 0);
+  records_free(&r);
+}
+
+static void test_allocator_sees_everything_freed(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_config config = config_for(layouts[l], 30);
+    config.allocator = &hooks;
+    aoi_world *w = create_or_fail(&config);
+    assert_true(atomic_load(&c.live_blocks) > 0);
+    busy_life(w);
+    assert_true(atomic_load(&c.live_bytes) > 0);
+    aoi_destroy(w);
+    expect_all_freed(&c);
+  }
+}
+
+static void test_create_out_of_memory(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_config config = config_for(layouts[l], 30);
+    config.allocator = &hooks;
+    aoi_world *w = create_or_fail(&config);
+    long long needed = atomic_load(&c.attempts);
+    assert_true(needed > 0);
+    aoi_destroy(w);
+    expect_all_freed(&c);
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      atomic_store(&c.fail_at, n);
+      aoi_world *const sentinel = (aoi_world *)&current;
+      w = sentinel;
+      int rc = aoi_create(&config, &w);
+      if (rc != AOI_ENOMEM)
+        fail_msg("threads %u shards %u: failing allocation %lld of %lld: "
+                 "aoi_create returned %d",
+                 layouts[l].threads, layouts[l].shards, n, needed, rc);
+      assert_ptr_equal(w, sentinel);
+      expect_all_freed(&c);
+    }
+    /* Failing one past the last does not matter. */
+    counter_reset(&c);
+    atomic_store(&c.fail_at, needed + 1);
+    w = create_or_fail(&config);
+    aoi_destroy(w);
+    expect_all_freed(&c);
+  }
+}
+
+/* Queries and aoi_pending may need memory too: on AOI_ENOMEM they write
+   nothing, and the same call succeeds once memory is back. */
+static void test_queries_out_of_memory(void **state)
+{
+  (void)state;
+  counter c;
+  counter_reset(&c);
+  aoi_allocator hooks = counting_allocator(&c);
+  aoi_config config = config_for((layout){2, 3}, 30);
+  config.allocator = &hooks;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 200; id++)
+    assert_int_equal(aoi_add(w, id, (float)(id % 20) * 5, (float)(id / 20) * 9,
+                             30, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  int failures = 0;
+  for (long long n = 1; n <= 8; n++) {
+    uint64_t ids[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
+    size_t count = 777;
+    atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+    int rc = aoi_query_circle(w, 50, 50, 200, ALL, ids, 4, &count);
+    atomic_store(&c.fail_at, 0);
+    if (rc == AOI_ENOMEM) {
+      failures++;
+      assert_int_equal(count, 777);
+      for (int i = 0; i < 4; i++)
+        assert_int_equal(ids[i], SENTINEL);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(count, 200);
+    }
+    assert_int_equal(aoi_query_circle(w, 50, 50, 200, ALL, ids, 4, &count), 0);
+    assert_int_equal(count, 200);
+    assert_int_equal(ids[3], 4);
+
+    const uint64_t *pending = NULL;
+    count = 777;
+    atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+    rc = aoi_pending(w, &pending, &count);
+    atomic_store(&c.fail_at, 0);
+    if (rc == AOI_ENOMEM) {
+      failures++;
+      assert_int_equal(count, 777);
+      assert_null(pending);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(count, 200);
+    }
+  }
+  assert_true(failures > 0);
+  const uint64_t *pending;
+  size_t count;
+  assert_int_equal(aoi_pending(w, &pending, &count), 0);
+  assert_int_equal(count, 200);
+  for (size_t i = 0; i < count; i++)
+    assert_int_equal(pending[i], i + 1);
+  aoi_destroy(w);
+  expect_all_freed(&c);
+}
+
+/* Operation i of a tick's worth of changes to a world of 160 entities:
+   adds (more than fit the first tables), moves, radius and mask changes,
+   removes and re-adds, some of which fail with EEXIST or ENOENT. */
+#define SCRIPT_OPS 400
+
+static int script_op(aoi_world *w, int i)
+{
+  uint64_t id = 1 + (uint64_t)(i % 160);
+  float x = (float)((i * 37) % 100), y = (float)((i * 53) % 100);
+  switch (i % 5) {
+  case 0:
+  case 1:
+    return aoi_add(w, 1000 + (uint64_t)i, x, y, 12, WM, ALL, ALL);
+  case 2:
+    return aoi_move(w, id, x, y);
+  case 3:
+    return i % 2 ? aoi_set_radius(w, id, (float)(i % 20))
+                 : aoi_set_layers(w, id, 1 + (uint32_t)(i % 3), ALL);
+  default:
+    return i % 3 ? aoi_remove(w, id) : aoi_add(w, id, x, y, 10, WM, ALL, ALL);
+  }
+}
+
+static aoi_world *scripted_world(layout l, const aoi_allocator *hooks)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 160; id++)
+    assert_int_equal(aoi_add(w, id, (float)((id * 37) % 100),
+                             (float)((id * 61) % 100), 12, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  records r = {0};
+  drain_all(w, &r);
+  records_free(&r);
+  return w;
+}
+
+/* Every allocation an operation makes may fail: the operation then returns
+   AOI_ENOMEM and changes nothing, and the world goes on as if it had not
+   been called. */
+static void test_operations_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = scripted_world(some[l], &hooks);
+    long long before = atomic_load(&c.attempts);
+    for (int i = 0; i < SCRIPT_OPS; i++)
+      (void)script_op(w, i);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_destroy(w);
+    assert_true(needed > 3);
+    long long failures = 0;
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      w = scripted_world(some[l], &hooks);
+      aoi_world *ref = scripted_world(some[l], NULL);
+      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      int failed = 0;
+      for (int i = 0; i < SCRIPT_OPS; i++) {
+        int rc = script_op(w, i);
+        if (rc == AOI_ENOMEM) {
+          failed++;
+          continue;
+        }
+        int want = script_op(ref, i);
+        if (rc != want)
+          fail_msg("allocation %lld: op %d returned %d, reference %d", n, i,
+                   rc, want);
+      }
+      assert_true(failed <= 1);
+      failures += failed;
+      atomic_store(&c.fail_at, 0);
+      records got = {0}, want = {0};
+      tick_and_drain(w, &got);
+      tick_and_drain(ref, &want);
+      expect_records(&got, want.items, want.count);
+      records_free(&got);
+      records_free(&want);
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c);
+    }
+    assert_true(failures > 0);
+  }
+}
+
+/* A tick whose allocations fail returns AOI_ENOMEM with the tick applied:
+   entities moved and views updated, only events may be missing; the next
+   tick is exact again. */
+static void test_tick_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = scripted_world(some[l], &hooks);
+    for (int i = 0; i < SCRIPT_OPS; i++)
+      (void)script_op(w, i);
+    long long before = atomic_load(&c.attempts);
+    assert_int_equal(aoi_tick(w), 0);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_destroy(w);
+    assert_true(needed > 3);
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      w = scripted_world(some[l], &hooks);
+      aoi_world *ref = scripted_world(some[l], NULL);
+      for (int i = 0; i < SCRIPT_OPS; i++)
+        assert_int_equal(script_op(w, i), script_op(ref, i));
+      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      int rc = aoi_tick(w);
+      atomic_store(&c.fail_at, 0);
+      assert_int_equal(aoi_tick(ref), 0);
+      if (rc != 0 && rc != AOI_ENOMEM)
+        fail_msg("allocation %lld of the tick: aoi_tick returned %d", n, rc);
+      aoi_stats s;
+      assert_int_equal(aoi_stats_get(w, &s), 0);
+      if (s.tick != 2)
+        fail_msg("threads %u shards %u, allocation %lld of %lld in the tick: "
+                 "aoi_tick returned %s but stats.tick is %llu, not 2",
+                 some[l].threads, some[l].shards, n, needed,
+                 aoi_strerror(rc), (unsigned long long)s.tick);
+      for (uint64_t id = 1; id <= 160; id++) {
+        answer got, want;
+        int a = aoi_view(w, id, got.ids, MAX_IDS, &got.count);
+        int b = aoi_view(ref, id, want.ids, MAX_IDS, &want.count);
+        assert_int_equal(a, b);
+        if (a == 0)
+          expect_ids(&got, want.ids, want.count);
+      }
+      records got = {0}, want = {0};
+      drain_all(ref, &want);
+      if (rc == 0) {
+        drain_all(w, &got);
+        expect_records(&got, want.items, want.count);
+      } else {
+        drain_all(w, &got); /* whatever was stored */
+      }
+      /* One more round of moves: exact again. */
+      for (uint64_t id = 1; id <= 160; id += 4) {
+        int a = aoi_move(w, id, 50, 50), b = aoi_move(ref, id, 50, 50);
+        assert_int_equal(a, b);
+      }
+      tick_and_drain(w, &got);
+      tick_and_drain(ref, &want);
+      expect_records(&got, want.items, want.count);
+      records_free(&got);
+      records_free(&want);
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c);
+    }
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_default),
+      cmocka_unit_test(test_create_rejects_bad_config),
+      cmocka_unit_test(test_create_accepts_edge_config),
+      cmocka_unit_test(test_destroy_null),
+      cmocka_unit_test(test_null_arguments),
+      cmocka_unit_test(test_strerror),
+      cmocka_unit_test(test_operation_error_order),
+      cmocka_unit_test(test_failed_operations_change_nothing),
+      cmocka_unit_test(test_trace_example),
+      cmocka_unit_test(test_events_accumulate),
+      cmocka_unit_test(test_pending_ascending_and_stable),
+      cmocka_unit_test(test_remove_watcher_drops_events),
+      cmocka_unit_test(test_respawn_in_one_tick),
+      cmocka_unit_test(test_queries_answer_last_tick),
+      cmocka_unit_test(test_query_capacity),
+      cmocka_unit_test(test_layer_masks),
+      cmocka_unit_test(test_crowd_every_layout),
+      cmocka_unit_test(test_stats),
+      cmocka_unit_test(test_allocator_sees_everything_freed),
+      cmocka_unit_test(test_create_out_of_memory),
+      cmocka_unit_test(test_queries_out_of_memory),
+      cmocka_unit_test(test_operations_out_of_memory),
+      cmocka_unit_test(test_tick_out_of_memory),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
