@@ -157,9 +157,19 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
 /*
  * Applies everything submitted since the last tick on the workers and
  * appends this tick's events to the watchers' outboxes. Blocks until done.
- * Returns 0, AOI_EINVAL (NULL), or AOI_ENOMEM: then the tick has been applied
- * (entities moved, views updated) but some watchers' events could not be
- * stored; the world stays consistent and usable.
+ * Returns 0, AOI_EINVAL (NULL), or AOI_ENOMEM in one of two ways, told apart
+ * by aoi_stats_get's `tick`:
+ *  - the tick did not start (`tick` unchanged): nothing was applied, the
+ *    submitted operations stay queued, and a later aoi_tick applies them;
+ *  - the tick was applied (`tick` advanced; every operation applied, no
+ *    entity lost) but some watchers' views could not be recomputed: those
+ *    watchers keep their previous view and get no events this tick, and
+ *    their next successful tick's events take them from that view to the
+ *    current one (enters, leaves and moves alike: nothing is lost or
+ *    duplicated, only late). Until then, queries may answer from their
+ *    previous view, and a shard whose index could not be built answers
+ *    circle and watcher queries as empty.
+ * Either way the world stays consistent and usable.
  */
 AOI_EXPORT int aoi_tick(aoi_world *world);
 

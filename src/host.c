@@ -73,7 +73,9 @@ void aoi__host_free(aoi_world *w)
 
 /* ---- handles ------------------------------------------------------------ */
 
-/* Makes sure one more handle can be taken. */
+/* Makes sure one more handle can be taken. The per-handle arrays grow
+   together: all new arrays are allocated before any old one is let go, so a
+   failure leaves every array as it was. */
 static int reserve_handle(aoi_world *w)
 {
   if (w->free_count > 0 || w->handle_count < w->handle_capacity)
@@ -83,31 +85,46 @@ static int reserve_handle(aoi_world *w)
   if (old >= (UINT32_MAX - 1) / 2)
     return AOI_ENOMEM;
   uint32_t cap = old ? old * 2 : 64;
-  aoi__host_entity *host = aoi__realloc(a, w->host, sizeof(*host) * old, sizeof(*host) * cap);
-  if (host == NULL)
+  aoi__host_entity *host = aoi__alloc(a, sizeof(*host) * cap);
+  aoi__location *location = aoi__alloc(a, sizeof(*location) * cap);
+  aoi__outbox *outbox = aoi__alloc(a, sizeof(*outbox) * cap);
+  uint8_t *in_pending = aoi__alloc(a, cap);
+  uint32_t *free_handles = aoi__alloc(a, sizeof(uint32_t) * cap);
+  uint32_t *limbo = aoi__alloc(a, sizeof(uint32_t) * cap);
+  if (!host || !location || !outbox || !in_pending || !free_handles || !limbo) {
+    aoi__free(a, host, sizeof(*host) * cap);
+    aoi__free(a, location, sizeof(*location) * cap);
+    aoi__free(a, outbox, sizeof(*outbox) * cap);
+    aoi__free(a, in_pending, cap);
+    aoi__free(a, free_handles, sizeof(uint32_t) * cap);
+    aoi__free(a, limbo, sizeof(uint32_t) * cap);
     return AOI_ENOMEM;
-  w->host = host;
-  aoi__location *location = aoi__realloc(a, w->location, sizeof(*location) * old, sizeof(*location) * cap);
-  if (location == NULL)
-    return AOI_ENOMEM;
-  w->location = location;
-  aoi__outbox *outbox = aoi__realloc(a, w->outbox, sizeof(*outbox) * old, sizeof(*outbox) * cap);
-  if (outbox == NULL)
-    return AOI_ENOMEM;
-  w->outbox = outbox;
-  uint8_t *in_pending = aoi__realloc(a, w->in_pending, old, cap);
-  if (in_pending == NULL)
-    return AOI_ENOMEM;
-  w->in_pending = in_pending;
-  /* Every handle may sit in the free list or in limbo at once. */
-  if (aoi__reserve(a, (void **)&w->free_handles, &w->free_capacity, cap, sizeof(uint32_t)) != 0 ||
-      aoi__reserve(a, (void **)&w->limbo, &w->limbo_capacity, cap, sizeof(uint32_t)) != 0)
-    return AOI_ENOMEM;
-  /* Only now is the new capacity usable: every array has it. */
+  }
+  if (old > 0) {
+    memcpy(host, w->host, sizeof(*host) * old);
+    memcpy(location, w->location, sizeof(*location) * old);
+    memcpy(outbox, w->outbox, sizeof(*outbox) * old);
+    memcpy(in_pending, w->in_pending, old);
+    memcpy(free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
+    memcpy(limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
+  }
   memset(host + old, 0, sizeof(*host) * (cap - old));
   memset(location + old, 0xff, sizeof(*location) * (cap - old));
   memset(outbox + old, 0, sizeof(*outbox) * (cap - old));
   memset(in_pending + old, 0, cap - old);
+  aoi__free(a, w->host, sizeof(*host) * old);
+  aoi__free(a, w->location, sizeof(*location) * old);
+  aoi__free(a, w->outbox, sizeof(*outbox) * old);
+  aoi__free(a, w->in_pending, old);
+  aoi__free(a, w->free_handles, sizeof(uint32_t) * w->free_capacity);
+  aoi__free(a, w->limbo, sizeof(uint32_t) * w->limbo_capacity);
+  w->host = host;
+  w->location = location;
+  w->outbox = outbox;
+  w->in_pending = in_pending;
+  w->free_handles = free_handles;
+  w->limbo = limbo;
+  w->free_capacity = w->limbo_capacity = cap;
   w->handle_capacity = cap;
   return 0;
 }
@@ -173,6 +190,7 @@ static void queue_op(aoi_world *w, unsigned shard, const aoi__op *op)
 {
   aoi__chunk *c = w->current[shard];
   c->ops[c->count++] = *op;
+  w->shards[shard].ops_queued++;
 }
 
 /* The shard whose ring gets this entity's ops. */
@@ -225,6 +243,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   }
   aoi__op op = {AOI__OP_ADD, h, id, x, y, radius, flags, layers, interest};
   queue_op(w, shard, &op);
+  w->shards[shard].arrivals_bound++;
   return 0;
 }
 
@@ -249,6 +268,16 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
     return rc;
   aoi__op op = {AOI__OP_MOVE, h, id, x, y, 0, 0, 0, 0};
   queue_op(w, shard, &op);
+  /* If it ends up in another shard, that shard and the batch between the
+     two workers need room for it: count it, to reserve before the tick. */
+  unsigned to = aoi__layout_shard(&w->layout, x, y);
+  if (to != shard) {
+    w->shards[to].arrivals_bound++;
+    unsigned from_worker = aoi__worker_of(w, shard);
+    unsigned to_worker = aoi__worker_of(w, to);
+    if (from_worker != to_worker)
+      w->workers[from_worker].handoffs_out[to_worker].bound++;
+  }
   return 0;
 }
 
@@ -357,13 +386,27 @@ int aoi_tick(aoi_world *w)
                          w->chunks_used_count + w->shard_count, sizeof(aoi__chunk *))) != 0)
     return rc;
   for (unsigned s = 0; s < w->shard_count; s++) {
-    aoi__ring *ring = w->shards[s].ops;
-    while (aoi__ring_capacity(ring) < aoi__ring_count(ring) + 2) {
-      if ((rc = aoi__ring_grow(a, &w->shards[s].ops)) != 0)
+    aoi__shard *sh = &w->shards[s];
+    while (aoi__ring_capacity(sh->ops) < aoi__ring_count(sh->ops) + 2)
+      if ((rc = aoi__ring_grow(a, &sh->ops)) != 0)
         return rc;
-      ring = w->shards[s].ops;
-    }
+    /* The apply phase then never allocates: no op and no handoff can be
+       lost to a failed allocation inside the tick. */
+    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity,
+                           sh->count + sh->arrivals_bound,
+                           sizeof(aoi__entity))) != 0 ||
+        (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
+                           sh->ops_queued, sizeof(uint32_t))) != 0)
+      return rc;
   }
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++) {
+      aoi__batch *b = &w->workers[i].handoffs_out[j];
+      if (b->bound > 0 &&
+          (rc = aoi__reserve(a, &b->items, &b->capacity, b->bound,
+                             sizeof(aoi__handoff))) != 0)
+        return rc;
+    }
   /* From here on nothing can fail before the workers run. */
   if (w->radius_high_dirty)
     recompute_radius_high(w);
@@ -401,6 +444,11 @@ int aoi_tick(aoi_world *w)
   w->tick++;
 
   /* The workers are idle: collect, recycle, count. */
+  for (unsigned s = 0; s < w->shard_count; s++)
+    w->shards[s].ops_queued = w->shards[s].arrivals_bound = 0;
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      w->workers[i].handoffs_out[j].bound = 0;
   rc = 0;
   aoi_stats *st = &w->stats;
   memset(st->phase_ns, 0, sizeof(st->phase_ns));

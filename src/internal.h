@@ -145,7 +145,6 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 #define AOI__ENTRY_MARKER 1u
 #define AOI__ENTRY_WATCHER 2u
 #define AOI__ENTRY_OWNED 4u
-#define AOI__ENTRY_MOVED 8u
 
 typedef struct aoi__grid {
   double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
@@ -222,11 +221,15 @@ typedef struct aoi__chunk {
   aoi__op ops[AOI__CHUNK_OPS];
 } aoi__chunk;
 
-/* One entry of a watcher's view: sorted by id. */
+/* One entry of a watcher's view, sorted by id: the marker, and the position
+   this watcher was last told (by its enter or its last move). A marker
+   whose position differs from it gets a move event; after a tick that
+   stored no event for this watcher (out of memory), that is still the
+   position the client knows, so the next tick catches it up exactly. */
 typedef struct aoi__seen {
   uint64_t id;
   uint32_t handle;
-  uint32_t reserved;
+  float x, y;
 } aoi__seen;
 
 typedef struct aoi__view {
@@ -239,8 +242,7 @@ typedef struct aoi__entity {
   uint64_t id;
   uint32_t handle;
   uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
-  float x, y;     /* now */
-  float px, py;   /* at the end of the last tick (valid when touched) */
+  float x, y;
   float radius;
   uint32_t layers, interest;
   uint64_t touched; /* the last tick whose ops moved or added it */
@@ -252,7 +254,6 @@ typedef struct aoi__ghost {
   uint64_t id;
   uint32_t handle, layers;
   float x, y;
-  uint32_t moved;
   uint32_t shard; /* destination, in batches */
 } aoi__ghost;
 
@@ -279,13 +280,22 @@ typedef struct aoi__shard {
   aoi__grid_item *items;
   uint32_t items_capacity;
   uint64_t compute_ns;
+  /* Set when this tick's input to the shard is incomplete (a ghost could
+     not be stored): its watchers keep their views and get no events. */
+  bool degraded;
+  /* Host only, reset every tick: upper bounds on what the apply phase will
+     add to this shard, so the host can reserve it all before the tick. */
+  uint32_t ops_queued;     /* ops on this shard's ring */
+  uint32_t arrivals_bound; /* adds here plus moves that target here */
 } aoi__shard;
 
 /* A batch of messages from one worker to another for one phase. */
 typedef struct aoi__batch {
   uint32_t phase; /* AOI_PHASE_APPLY (handoffs) or AOI_PHASE_EXCHANGE */
   uint32_t count, capacity;
-  void *items; /* aoi__handoff or aoi__ghost */
+  bool incomplete; /* an item could not be stored: the receiver degrades */
+  uint32_t bound;  /* host only: handoffs it may carry this tick */
+  void *items;     /* aoi__handoff or aoi__ghost */
 } aoi__batch;
 
 typedef struct aoi__tick_command {
@@ -298,7 +308,7 @@ typedef struct aoi__tick_command {
 typedef struct aoi__candidate {
   uint64_t id;
   uint32_t handle;
-  uint32_t info; /* AOI__ENTRY_MOVED | inner (bit 16) */
+  uint32_t inner; /* within the radius itself, not only the hysteresis */
   float x, y;
 } aoi__candidate;
 

@@ -127,6 +127,7 @@ static void batch_append(aoi__worker *k, aoi__batch *b, const void *item,
                         b->count + 1, size);
   if (rc != 0) {
     fail(k, rc);
+    b->incomplete = true;
     return;
   }
   memcpy((char *)b->items + size * b->count++, item, size);
@@ -201,8 +202,8 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     e.id = op->id;
     e.handle = op->handle;
     e.flags = op->flags;
-    e.x = e.px = op->x;
-    e.y = e.py = op->y;
+    e.x = op->x;
+    e.y = op->y;
     e.radius = op->radius;
     e.layers = op->layers;
     e.interest = op->interest;
@@ -220,8 +221,6 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
   switch (op->kind) {
   case AOI__OP_MOVE:
     if (e->touched != tick) {
-      e->px = e->x;
-      e->py = e->y;
       e->touched = tick;
       touch(k, s, op->handle);
     }
@@ -310,8 +309,7 @@ static void take_handoffs(aoi__worker *k, const aoi__batch *b)
 
 /* ---- phase 2: exchange -------------------------------------------------- */
 
-static void publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick,
-                           double reach)
+static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach)
 {
   aoi_world *w = k->world;
   const aoi__layout *l = &w->layout;
@@ -331,7 +329,6 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick,
     g.layers = e->layers;
     g.x = e->x;
     g.y = e->y;
-    g.moved = e->touched == tick && (e->x != e->px || e->y != e->py);
     for (unsigned row = r0; row <= r1; row++)
       for (unsigned col = c0; col <= c1; col++) {
         unsigned to = row * l->cols + col;
@@ -348,10 +345,12 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick,
         int rc = aoi__reserve(&w->allocator, (void **)&t->ghosts,
                               &t->ghost_capacity, t->ghost_count + 1,
                               sizeof(aoi__ghost));
-        if (rc != 0)
+        if (rc != 0) {
           fail(k, rc);
-        else
+          t->degraded = true;
+        } else {
           t->ghosts[t->ghost_count++] = g;
+        }
       }
   }
 }
@@ -360,6 +359,9 @@ static void take_ghosts(aoi__worker *k, const aoi__batch *b)
 {
   aoi_world *w = k->world;
   const aoi__ghost *items = b->items;
+  if (b->incomplete) /* the peer dropped a ghost for one of these shards */
+    for (unsigned s = k->index; s < w->shard_count; s += w->threads)
+      w->shards[s].degraded = true;
   for (uint32_t i = 0; i < b->count; i++) {
     aoi__shard *t = &w->shards[items[i].shard];
     int rc = aoi__reserve(&w->allocator, (void **)&t->ghosts,
@@ -367,6 +369,7 @@ static void take_ghosts(aoi__worker *k, const aoi__batch *b)
                           sizeof(aoi__ghost));
     if (rc != 0) {
       fail(k, rc);
+      t->degraded = true;
       continue;
     }
     t->ghosts[t->ghost_count++] = items[i];
@@ -399,8 +402,7 @@ static void sort_candidates(aoi__candidate *c, uint32_t n)
   }
 }
 
-static int index_shard(aoi__worker *k, aoi__shard *s, uint64_t tick,
-                       double cell_size)
+static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size)
 {
   const aoi_allocator *a = &k->world->allocator;
   uint32_t n = s->count + s->ghost_count;
@@ -422,8 +424,6 @@ static int index_shard(aoi__worker *k, aoi__shard *s, uint64_t tick,
       it->info |= AOI__ENTRY_MARKER;
     if (e->flags & AOI_WATCHER)
       it->info |= AOI__ENTRY_WATCHER;
-    if (e->touched == tick && (e->x != e->px || e->y != e->py))
-      it->info |= AOI__ENTRY_MOVED;
   }
   for (uint32_t i = 0; i < s->ghost_count; i++) {
     const aoi__ghost *g = &s->ghosts[i];
@@ -434,11 +434,14 @@ static int index_shard(aoi__worker *k, aoi__shard *s, uint64_t tick,
     it->handle = g->handle;
     it->layers = g->layers;
     it->slot = AOI__NONE;
-    it->info = AOI__ENTRY_MARKER | (g->moved ? AOI__ENTRY_MOVED : 0);
+    it->info = AOI__ENTRY_MARKER;
   }
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
 
+/* Computes one watcher's new view and events. Every allocation comes before
+   any change: on failure the watcher keeps its view and gets no events this
+   tick, and its next tick's diff covers both ticks. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
@@ -472,10 +475,8 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       c->handle = g->handle[i];
       c->x = g->x[i];
       c->y = g->y[i];
-      c->info = g->info[i] & AOI__ENTRY_MOVED;
-      if (hysteresis == 0 ||
-          aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
-        c->info |= INNER;
+      c->inner = hysteresis == 0 ||
+                 aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner);
     }
   }
   sort_candidates(k->candidates, n);
@@ -491,6 +492,7 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   /* leaves at [0, v), enters at [v, v + n), moves at [v + n, v + 2n) */
   aoi_event *leaves = k->events, *enters = leaves + v, *moves = enters + n;
+  aoi__seen *next = k->next_view;
   uint32_t nl = 0, ne = 0, nm = 0, nv = 0;
   uint32_t stamp = (uint32_t)tick;
   bool move_events = w->config.move_events != 0;
@@ -506,15 +508,21 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     const aoi__candidate *c = &cand[j];
     bool same = i < v && old[i].id == c->id;
     if (same && old[i].handle == c->handle) {
-      k->next_view[nv++] = (aoi__seen){c->id, c->handle, 0};
-      if (move_events && (c->info & AOI__ENTRY_MOVED))
-        moves[nm++] = (aoi_event){c->id, c->x, c->y, AOI_MOVE, stamp};
+      /* still seen (hysteresis applies): a move if it is not where this
+         watcher was last told it is */
+      next[nv++] = (aoi__seen){c->id, c->handle, c->x, c->y};
+      if (c->x != old[i].x || c->y != old[i].y) {
+        if (move_events)
+          moves[nm++] = (aoi_event){c->id, c->x, c->y, AOI_MOVE, stamp};
+        else
+          next[nv - 1] = old[i]; /* nothing was told */
+      }
     } else {
       if (same) /* the id was removed and added again: a new entity */
         leaves[nl++] = (aoi_event){old[i].id, 0, 0, AOI_LEAVE, stamp};
-      if (c->info & INNER) {
+      if (c->inner) {
         enters[ne++] = (aoi_event){c->id, c->x, c->y, AOI_ENTER, stamp};
-        k->next_view[nv++] = (aoi__seen){c->id, c->handle, 0};
+        next[nv++] = (aoi__seen){c->id, c->handle, c->x, c->y};
       }
     }
     if (same)
@@ -522,49 +530,50 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     j++;
   }
 
-  if (aoi__reserve(a, (void **)&view->items, &view->capacity, nv,
-                   sizeof(aoi__seen)) != 0) {
-    fail(k, AOI_ENOMEM);
-    return;
-  }
-  if (nv > 0)
-    memcpy(view->items, k->next_view, sizeof(aoi__seen) * nv);
-  view->count = nv;
-
   uint32_t total = nl + ne + nm;
-  if (total == 0)
-    return;
-  /* Close the gaps so the three groups go to the outbox in one copy. */
-  memmove(leaves + nl, enters, sizeof(aoi_event) * ne);
-  memmove(leaves + nl + ne, moves, sizeof(aoi_event) * nm);
   aoi__outbox *outbox = &w->outbox[e->handle];
   bool was_empty = outbox->count == 0;
-  if (aoi__outbox_append(a, outbox, leaves, total) != 0) {
+  if (aoi__reserve(a, (void **)&view->items, &view->capacity, nv,
+                   sizeof(aoi__seen)) != 0 ||
+      (total > 0 && was_empty &&
+       aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
+                    k->new_pending_count + 1, sizeof(uint32_t)) != 0)) {
     fail(k, AOI_ENOMEM);
     return;
   }
-  k->events_made += total;
-  if (was_empty) {
-    if (aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
-                     k->new_pending_count + 1, sizeof(uint32_t)) != 0) {
+  if (total > 0) {
+    /* Close the gaps so the three groups go to the outbox in one copy. */
+    memmove(leaves + nl, enters, sizeof(aoi_event) * ne);
+    memmove(leaves + nl + ne, moves, sizeof(aoi_event) * nm);
+    if (aoi__outbox_append(a, outbox, leaves, total) != 0) {
       fail(k, AOI_ENOMEM);
       return;
     }
-    k->new_pending[k->new_pending_count++] = e->handle;
+    k->events_made += total;
+    if (was_empty)
+      k->new_pending[k->new_pending_count++] = e->handle;
   }
+  if (nv > 0)
+    memcpy(view->items, next, sizeof(aoi__seen) * nv);
+  view->count = nv;
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
                           const aoi__tick_command *cmd)
 {
   uint64_t started = aoi__now_ns();
-  int rc = index_shard(k, s, cmd->tick, cmd->cell_size);
+  int rc = index_shard(k, s, cmd->cell_size);
   if (rc != 0) {
+    /* No index: queries see this shard as empty until the next tick, and
+       its watchers keep their views. */
     fail(k, rc);
     s->grid.count = 0;
+    s->grid.width = s->grid.height = 0;
     return;
   }
   const aoi__grid *g = &s->grid;
+  if (s->degraded)
+    return; /* indexed for queries; its watchers keep their views */
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
   for (uint32_t i = 0; i < g->count; i++)
     if ((g->info[i] & want) == want)
@@ -579,8 +588,12 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   aoi_world *w = k->world;
   k->error = 0;
   k->handoffs = k->ghosts = k->events_made = 0;
-  for (unsigned j = 0; j < w->threads; j++)
+  for (unsigned j = 0; j < w->threads; j++) {
     k->handoffs_out[j].count = k->ghosts_out[j].count = 0;
+    k->handoffs_out[j].incomplete = k->ghosts_out[j].incomplete = false;
+  }
+  for (unsigned s = k->index; s < w->shard_count; s += w->threads)
+    w->shards[s].degraded = false;
 
   uint64_t t0 = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
@@ -594,7 +607,7 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    publish_ghosts(k, &w->shards[s], cmd->tick, cmd->ghost_reach);
+    publish_ghosts(k, &w->shards[s], cmd->ghost_reach);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);
   receive_batches(k, AOI_PHASE_EXCHANGE, take_ghosts);
 

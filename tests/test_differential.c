@@ -91,6 +91,14 @@ typedef struct slot {
   size_t outbox_count, outbox_capacity;
 } slot;
 
+/* An outbox drained this round: the borrowed events and where their copy
+   is kept, to check that they stay valid until the next tick. */
+typedef struct borrowed {
+  uint64_t id;
+  const aoi_event *events;
+  size_t count, offset;
+} borrowed;
+
 typedef struct diff_case {
   unsigned seed, threads, shards;
   aoi_config config;
@@ -113,7 +121,12 @@ typedef struct diff_case {
   char *trace;
   size_t trace_length, trace_capacity;
   uint64_t *got_ids, *want_ids; /* POOL_MAX + 16 each */
+  borrowed borrows[POOL_MAX + 8];
+  size_t borrow_count;
+  aoi_event *kept; /* copies of the borrowed events */
+  size_t kept_count, kept_capacity;
   uint64_t events_checked, calls_checked;
+  uint64_t handoffs, ghosts; /* summed over ticks, for AOI_DIFF_VERBOSE */
 } diff_case;
 
 static diff_case *current; /* freed by the teardown when a case fails */
@@ -157,9 +170,16 @@ static const char *flags_word(unsigned flags) {
 }
 
 static const char *kind_name(uint32_t kind) {
-  return kind == AOI_LEAVE ? "leave" : kind == AOI_ENTER ? "enter"
-                                   : kind == AOI_MOVE    ? "move"
-                                                         : "(bad kind)";
+  switch (kind) {
+  case AOI_LEAVE:
+    return "leave";
+  case AOI_ENTER:
+    return "enter";
+  case AOI_MOVE:
+    return "move";
+  default:
+    return "(bad kind)";
+  }
 }
 
 static void trace_line(diff_case *c, const char *format, ...) {
@@ -188,7 +208,7 @@ static void trace_line(diff_case *c, const char *format, ...) {
 /* Reports a mismatch with the case's coordinates, writes the trace so far,
    and fails the test. */
 static void case_fail(diff_case *c, const char *format, ...) {
-  char message[2048], path[128];
+  char message[2048], path[128], shape[48];
   va_list args;
 
   va_start(args, format);
@@ -203,12 +223,15 @@ static void case_fail(diff_case *c, const char *format, ...) {
     fwrite(c->trace, 1, c->trace_length, f);
     fclose(f);
   }
-  fail_msg("seed %u threads %u shards %u shape %s (cell %.9g) hysteresis "
-           "%.9g moves %s max_radius %.9g, %s tick %u: %s\n"
+  if (c->config.shape == AOI_SHAPE_CELLS)
+    snprintf(shape, sizeof shape, "cells %.9g", (double)c->config.cell_size);
+  else
+    snprintf(shape, sizeof shape, "%s", shape_name(c->config.shape));
+  fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
+           "max_radius %.9g, %s tick %u: %s\n"
            "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
            "  rerun: AOI_DIFF_SEED=%u AOI_DIFF_LAYOUT=%u,%u test_differential",
-           c->seed, c->threads, c->shards, shape_name(c->config.shape),
-           (double)c->config.cell_size, (double)c->config.hysteresis,
+           c->seed, c->threads, c->shards, shape, (double)c->config.hysteresis,
            c->config.move_events ? "on" : "off", (double)c->config.max_radius,
            c->after_tick ? "after" : "in the ops before",
            c->after_tick ? c->tick : c->tick + 1, message, path, c->threads,
@@ -577,11 +600,17 @@ static void drain_and_compare(diff_case *c, slot *s) {
   size_t n = count < s->outbox_count ? count : s->outbox_count;
   for (size_t i = 0; i < n; i++) {
     if (!same_event(&events[i], &s->outbox[i])) {
+      /* Say whether the engine has the model's event further on. */
+      int later = 0;
+      for (size_t j = i + 1; j < count && !later; j++)
+        later = same_event(&events[j], &s->outbox[i]);
       describe_event(got_text, sizeof got_text, &events[i]);
       describe_event(want_text, sizeof want_text, &s->outbox[i]);
       case_fail(c, "watcher %" PRIu64 ": event %zu of %zu is [%s], the model "
-                   "says [%s] (%zu events in the model)",
-                s->id, i, count, got_text, want_text, s->outbox_count);
+                   "says [%s]: the engine %s (%zu events in the model)",
+                s->id, i, count, got_text, want_text,
+                later ? "has it later" : "does not have it",
+                s->outbox_count);
     }
   }
   if (count != s->outbox_count) {
@@ -595,6 +624,21 @@ static void drain_and_compare(diff_case *c, slot *s) {
   }
   c->events_checked += count;
   s->outbox_count = 0;
+  if (c->kept_count + count > c->kept_capacity) {
+    size_t capacity = 2 * (c->kept_count + count) + 64;
+    aoi_event *grown = realloc(c->kept, capacity * sizeof *grown);
+    assert_non_null(grown);
+    c->kept = grown;
+    c->kept_capacity = capacity;
+  }
+  if (count > 0)
+    memcpy(c->kept + c->kept_count, events, count * sizeof *events);
+  borrowed *b = &c->borrows[c->borrow_count++];
+  b->id = s->id;
+  b->events = events;
+  b->count = count;
+  b->offset = c->kept_count;
+  c->kept_count += count;
 }
 
 /* aoi_pending must list exactly the live watchers whose expected outbox is
@@ -619,15 +663,32 @@ static void check_outboxes(diff_case *c, int mode) {
               count > want ? pending[want] : c->want_ids[count]);
   if (mode == 1)
     return;
-  for (size_t i = 0; i < want; i++)
+  /* Drain while iterating over `pending`, as a host does: aoi_drain must
+     not invalidate it, nor the events an earlier aoi_drain returned. */
+  c->borrow_count = 0;
+  c->kept_count = 0;
+  for (size_t i = 0; i < count; i++)
     if (mode == 0 || rng_chance(&c->rng, 0.5))
-      drain_and_compare(c, slot_of(c, c->want_ids[i]));
+      drain_and_compare(c, slot_of(c, pending[i]));
   /* A live watcher or marker with nothing pending drains 0 events; a dead
      id is AOI_ENOENT. */
   for (int k = 0; k < 3; k++) {
     slot *s = &c->slots[rng_below(&c->rng, c->slot_count)];
     if (!s->live || s->outbox_count == 0)
       drain_and_compare(c, s);
+  }
+  for (size_t i = 0; i < count; i++)
+    if (pending[i] != c->want_ids[i])
+      case_fail(c, "aoi_pending's ids[%zu] changed to %" PRIu64
+                   " while draining (was %" PRIu64 ")",
+                i, pending[i], c->want_ids[i]);
+  for (size_t i = 0; i < c->borrow_count; i++) {
+    const borrowed *b = &c->borrows[i];
+    if (b->count > 0 && memcmp(b->events, c->kept + b->offset,
+                               b->count * sizeof *b->events) != 0)
+      case_fail(c, "the events aoi_drain(%" PRIu64 ") returned changed "
+                   "before the next tick",
+                b->id);
   }
 }
 
@@ -641,16 +702,21 @@ static void check_stats(diff_case *c, size_t model_events_count) {
   for (size_t i = 0; i < c->live_count; i++)
     watchers += (c->slots[c->live[i]].flags & AOI_WATCHER) != 0;
   if (stats.tick != c->tick || stats.entities != c->live_count ||
-      stats.watchers != watchers || stats.events != model_events_count)
+      stats.watchers != watchers || stats.events != model_events_count) {
+    if (stats.events != model_events_count)
+      check_outboxes(c, 0); /* names the watcher when the events differ */
     case_fail(c, "aoi_stats: tick %" PRIu64 " entities %" PRIu64
                  " watchers %" PRIu64 " events %" PRIu64
                  "; expected tick %u entities %zu watchers %zu events %zu",
               stats.tick, stats.entities, stats.watchers, stats.events,
               c->tick, c->live_count, watchers, model_events_count);
+  }
   if ((c->threads != 0 && stats.threads != c->threads) ||
       (c->shards != 0 && stats.shards != c->shards))
     case_fail(c, "aoi_stats: threads %u shards %u", stats.threads,
               stats.shards);
+  c->handoffs += stats.handoffs;
+  c->ghosts += stats.ghosts;
   if (stats.shard_entities == NULL)
     case_fail(c, "aoi_stats: shard_entities is NULL");
   for (unsigned i = 0; i < stats.shards; i++)
@@ -675,10 +741,10 @@ static void do_tick(diff_case *c) {
     assert_non_null(s);
     push_expected(s, &events[i].event);
   }
-  check_stats(c, count);
   /* 0: drain all, 1: none (outboxes accumulate), 2: some. */
   size_t u = rng_below(&c->rng, 20);
   check_outboxes(c, u < 14 ? 0 : u < 17 ? 1 : 2);
+  check_stats(c, count);
   for (int k = 0; k < 3; k++) {
     query_view(c, query_target(c), 0);
     query_view(c, query_target(c), 1);
@@ -897,7 +963,23 @@ static void random_op(diff_case *c) {
   } else if ((u -= 0.02) < 0.02) {
     query_view(c, s->id, 0);
     query_circle(c);
-  } else if ((u -= 0.02) < 0.05) {
+  } else if ((u -= 0.02) < 0.02) {
+    /* Through several shards within one tick. */
+    for (size_t k = 2 + rng_below(r, 4); k > 0; k--)
+      op_move(c, s->id, rng_chance(r, 0.5) ? random_border(c, 0)
+                                           : teleport_coordinate(
+                                                 c, c->area_min_x,
+                                                 c->area_max_x),
+              teleport_coordinate(c, c->area_min_y, c->area_max_y));
+  } else if ((u -= 0.02) < 0.01) {
+    /* Respawned twice before the tick; the last one counts. */
+    uint64_t id = s->id;
+    op_remove(c, id);
+    random_add(c, s);
+    op_layers(c, id, random_mask(c), random_mask(c));
+    op_remove(c, id);
+    random_add(c, s);
+  } else if ((u -= 0.01) < 0.05) {
     slot *a = pick_live(c);
     if (a != s && (a->flags & AOI_WATCHER) && fabs(a->x) < 1e9 &&
         fabs(a->y) < 1e9)
@@ -1058,6 +1140,7 @@ static void free_case(diff_case *c) {
   for (size_t i = 0; i < POOL_MAX; i++)
     free(c->slots[i].outbox);
   free(c->trace);
+  free(c->kept);
   free(c->got_ids);
   free(c->want_ids);
   free(c);
@@ -1100,9 +1183,10 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   check_outboxes(c, 0);
   if (env_unsigned("AOI_DIFF_VERBOSE", 0))
     printf("seed %u %s threads %u shards %u: %u ticks, %zu live, %" PRIu64
-           " calls, %" PRIu64 " events\n",
+           " calls, %" PRIu64 " events, %" PRIu64 " handoffs, %" PRIu64
+           " ghosts\n",
            seed, shape_name(shape), threads, shards, c->tick, c->live_count,
-           c->calls_checked, c->events_checked);
+           c->calls_checked, c->events_checked, c->handoffs, c->ghosts);
   current = NULL;
   free_case(c);
 }
