@@ -195,6 +195,8 @@ typedef struct aoi__pending {
   uint32_t ids_capacity;
   uint32_t *scratch;
   uint32_t scratch_capacity;
+  void *keyed; /* sort buffer: (id, handle) pairs */
+  uint32_t keyed_capacity;
 } aoi__pending;
 
 /* ---- entities, shards, workers, world ---------------------------------- */
@@ -409,8 +411,6 @@ void aoi__host_free(struct aoi_world *world);
 
 /* outbox.c: pending list */
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending);
-int aoi__pending_add(const aoi_allocator *a, aoi__pending *pending,
-                     uint32_t handle);
 /* Drops handles whose outbox is empty, sorts by id, fills pending->ids. */
 int aoi__pending_sort(struct aoi_world *world);
 

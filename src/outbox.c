@@ -40,29 +40,19 @@ void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox)
   memset(outbox, 0, sizeof(*outbox));
 }
 
+typedef struct keyed {
+  uint64_t id;
+  uint32_t handle;
+} keyed;
+
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending)
 {
   aoi__free(a, pending->handles, sizeof(uint32_t) * pending->capacity);
   aoi__free(a, pending->ids, sizeof(uint64_t) * pending->ids_capacity);
   aoi__free(a, pending->scratch, sizeof(uint32_t) * pending->scratch_capacity);
+  aoi__free(a, pending->keyed, sizeof(keyed) * pending->keyed_capacity);
   memset(pending, 0, sizeof(*pending));
 }
-
-int aoi__pending_add(const aoi_allocator *a, aoi__pending *pending,
-                     uint32_t handle)
-{
-  int rc = aoi__reserve(a, (void **)&pending->handles, &pending->capacity,
-                        pending->count + 1, sizeof(uint32_t));
-  if (rc != 0)
-    return rc;
-  pending->handles[pending->count++] = handle;
-  return 0;
-}
-
-typedef struct keyed {
-  uint64_t id;
-  uint32_t handle;
-} keyed;
 
 static int compare_keyed(const void *a, const void *b)
 {
@@ -92,12 +82,12 @@ int aoi__pending_sort(struct aoi_world *world)
   if (aoi__reserve(a, (void **)&p->ids, &p->ids_capacity, p->count + 1,
                    sizeof(uint64_t)) != 0 ||
       aoi__reserve(a, (void **)&p->scratch, &p->scratch_capacity,
-                   p->count + 1, sizeof(uint32_t)) != 0)
+                   p->count + 1, sizeof(uint32_t)) != 0 ||
+      aoi__reserve(a, &p->keyed, &p->keyed_capacity, tail + 1,
+                   sizeof(keyed)) != 0)
     return AOI_ENOMEM;
   if (tail > 0) {
-    keyed *sorted = aoi__alloc(a, sizeof(keyed) * tail);
-    if (sorted == NULL)
-      return AOI_ENOMEM;
+    keyed *sorted = p->keyed;
     for (uint32_t i = 0; i < tail; i++) {
       uint32_t h = p->handles[p->sorted + i];
       sorted[i].id = world->host[h].id;
@@ -113,7 +103,6 @@ int aoi__pending_sort(struct aoi_world *world)
       else
         p->scratch[n++] = sorted[j++].handle;
     }
-    aoi__free(a, sorted, sizeof(keyed) * tail);
     uint32_t *swap = p->handles;
     uint32_t swap_capacity = p->capacity;
     p->handles = p->scratch;
