@@ -301,8 +301,13 @@ static float quantize(const diff_case *c, double v) {
 static void random_point(diff_case *c, float *x, float *y) {
   uint64_t *r = &c->rng;
   if (c->crowd && rng_chance(r, 0.7)) {
-    double dx = (rng_unit(r) + rng_unit(r) + rng_unit(r) - 1.5) * 2;
-    double dy = (rng_unit(r) + rng_unit(r) + rng_unit(r) - 1.5) * 2;
+    double dx = -1.5, dy = -1.5; /* roughly normal, within +-3 spreads */
+    for (int k = 0; k < 3; k++)
+      dx += rng_unit(r);
+    for (int k = 0; k < 3; k++)
+      dy += rng_unit(r);
+    dx *= 2;
+    dy *= 2;
     *x = quantize(c, c->crowd_x + dx * c->crowd_spread);
     *y = quantize(c, c->crowd_y + dy * c->crowd_spread);
     return;
@@ -756,12 +761,22 @@ static void do_tick(diff_case *c) {
 
 /* ---- the stream of operations ------------------------------------------- */
 
+/* A mask that is usually all layers. */
+static uint32_t usual_mask(diff_case *c) {
+  return rng_chance(&c->rng, 0.65) ? 0xffffffffu : random_mask(c);
+}
+
+/* Adds s->id with random attributes. (Random values are drawn one per
+   statement: the order of a call's arguments is unspecified, and the stream
+   must be the same with every compiler.) */
 static void random_add(diff_case *c, slot *s) {
   float x, y;
   random_point(c, &x, &y);
-  op_add(c, s->id, x, y, random_radius(c), random_flags(c),
-         rng_chance(&c->rng, 0.6) ? 0xffffffffu : random_mask(c),
-         rng_chance(&c->rng, 0.6) ? 0xffffffffu : random_mask(c));
+  float radius = random_radius(c);
+  unsigned flags = random_flags(c);
+  uint32_t layers = usual_mask(c);
+  uint32_t interest = usual_mask(c);
+  op_add(c, s->id, x, y, radius, flags, layers, interest);
 }
 
 static void walk(diff_case *c, slot *s) {
@@ -877,24 +892,30 @@ static void bad_call(diff_case *c) {
     break;
   case 4: /* bad flags win over bad coordinates and radius */
     if (!any->live)
-      op_add(c, any->id, rng_chance(r, 0.5) ? x : bad_c, y,
-             rng_chance(r, 0.5) ? 1 : bad_r, flags, 1, 1);
+    {
+      float ax = rng_chance(r, 0.5) ? x : bad_c;
+      float radius = rng_chance(r, 0.5) ? 1 : bad_r;
+      op_add(c, any->id, ax, y, radius, flags, 1, 1);
+    }
     break;
   case 5: /* bad coordinates win over a bad radius */
     if (!any->live)
-      op_add(c, any->id, x, bad_c, rng_chance(r, 0.5) ? 1 : bad_r,
-             random_flags(c), 1, 1);
+    {
+      float radius = rng_chance(r, 0.5) ? 1 : bad_r;
+      op_add(c, any->id, x, bad_c, radius, random_flags(c), 1, 1);
+    }
     break;
   case 6:
     if (!any->live)
       op_add(c, any->id, x, y, bad_r, random_flags(c), 1, 1);
     break;
   case 7:
-    if (live != NULL)
-      op_move(c, live->id, rng_chance(r, 0.5) ? bad_c : x,
-              rng_chance(r, 0.5) ? bad_c : y);
-    if (live != NULL)
+    if (live != NULL) {
+      float mx = rng_chance(r, 0.5) ? bad_c : x;
+      float my = rng_chance(r, 0.5) ? bad_c : y;
+      op_move(c, live->id, mx, my);
       op_move(c, live->id, bad_c, bad_c);
+    }
     break;
   case 8:
     if (live != NULL)
@@ -940,18 +961,22 @@ static void random_op(diff_case *c) {
     op_remove(c, s->id);
     if (rng_chance(r, 0.5))
       random_point(c, &x, &y);
-    op_add(c, s->id, x, y, random_radius(c), random_flags(c),
-           rng_chance(r, 0.7) ? 0xffffffffu : random_mask(c),
-           rng_chance(r, 0.7) ? 0xffffffffu : random_mask(c));
+    float radius = random_radius(c);
+    unsigned flags = random_flags(c);
+    uint32_t layers = usual_mask(c);
+    uint32_t interest = usual_mask(c);
+    op_add(c, s->id, x, y, radius, flags, layers, interest);
   } else if ((u -= 0.04) < 0.05) {
-    op_move(c, s->id, teleport_coordinate(c, c->area_min_x, c->area_max_x),
-            teleport_coordinate(c, c->area_min_y, c->area_max_y));
+    float x = teleport_coordinate(c, c->area_min_x, c->area_max_x);
+    float y = teleport_coordinate(c, c->area_min_y, c->area_max_y);
+    op_move(c, s->id, x, y);
   } else if ((u -= 0.05) < 0.08) {
     border_move(c, s);
   } else if ((u -= 0.08) < 0.05) {
     op_radius(c, s->id, random_radius(c));
   } else if ((u -= 0.05) < 0.05) {
-    op_layers(c, s->id, random_mask(c), random_mask(c));
+    uint32_t layers = random_mask(c);
+    op_layers(c, s->id, layers, random_mask(c));
   } else if ((u -= 0.05) < 0.07) {
     bad_call(c);
   } else if ((u -= 0.07) < 0.02) {
@@ -965,18 +990,20 @@ static void random_op(diff_case *c) {
     query_circle(c);
   } else if ((u -= 0.02) < 0.02) {
     /* Through several shards within one tick. */
-    for (size_t k = 2 + rng_below(r, 4); k > 0; k--)
-      op_move(c, s->id, rng_chance(r, 0.5) ? random_border(c, 0)
-                                           : teleport_coordinate(
-                                                 c, c->area_min_x,
-                                                 c->area_max_x),
-              teleport_coordinate(c, c->area_min_y, c->area_max_y));
+    for (size_t k = 2 + rng_below(r, 4); k > 0; k--) {
+      float x = rng_chance(r, 0.5)
+                    ? random_border(c, 0)
+                    : teleport_coordinate(c, c->area_min_x, c->area_max_x);
+      float y = teleport_coordinate(c, c->area_min_y, c->area_max_y);
+      op_move(c, s->id, x, y);
+    }
   } else if ((u -= 0.02) < 0.01) {
     /* Respawned twice before the tick; the last one counts. */
     uint64_t id = s->id;
     op_remove(c, id);
     random_add(c, s);
-    op_layers(c, id, random_mask(c), random_mask(c));
+    uint32_t layers = random_mask(c);
+    op_layers(c, id, layers, random_mask(c));
     op_remove(c, id);
     random_add(c, s);
   } else if ((u -= 0.01) < 0.05) {
