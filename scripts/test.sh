@@ -2,9 +2,9 @@
 # Builds and runs every test: a release-like build (all tests, shared traces
 # at many layouts), an ASan+UBSan build of all tests, and a ThreadSanitizer
 # build (with the C11-atomics ring) of the threaded tests.
-# usage: scripts/test.sh [BUILD_ROOT]   (default: build)
+# usage: scripts/test.sh [BUILD_ROOT]   (default: build-tests)
 set -eu
-root=${1:-build}
+root=${1:-build-tests}
 jobs=$(nproc 2>/dev/null || echo 2)
 cd "$(dirname "$0")/.."
 
