@@ -13,7 +13,11 @@
  * Threads: every function here must be called from one host thread at a
  * time (the game loop); none may be called concurrently with another on the
  * same world. The worker threads are internal. Different worlds are
- * independent.
+ * independent. Between aoi_tick_begin and aoi_tick_end (a tick in flight)
+ * the host may run its own game logic, but on this world it may only call
+ * aoi_tick_poll, aoi_tick_end and aoi_destroy (which waits for the tick);
+ * every other function returns AOI_EBUSY there and changes nothing
+ * (aoi_strerror and aoi_config_default, which take no world, always work).
  *
  * Errors: functions return 0 or a negative AOI_E* code. A call that fails
  * changes nothing and writes no out-parameter, with one documented exception
@@ -59,6 +63,7 @@ extern "C" {
 #define AOI_ERADIUS (-6) /* radius negative, not finite, or > max_radius */
 #define AOI_EFLAGS (-7)  /* flags are neither watcher nor marker, or unknown bits */
 #define AOI_ESYS (-8)    /* the system refused a thread or a sync object */
+#define AOI_EBUSY (-9)   /* a tick is in flight: call aoi_tick_end first */
 
 /* The name of an error code ("AOI_ENOENT: no such entity"); never NULL. */
 AOI_EXPORT const char *aoi_strerror(int code);
@@ -172,6 +177,20 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
  * Either way the world stays consistent and usable.
  */
 AOI_EXPORT int aoi_tick(aoi_world *world);
+
+/*
+ * aoi_tick in two halves, so that the host can run other game logic while
+ * the workers compute. aoi_tick_begin hands the submitted operations to the
+ * workers and returns at once: 0, AOI_EINVAL (NULL), AOI_EBUSY (a tick is
+ * already in flight), or AOI_ENOMEM (nothing started; the operations stay
+ * queued). aoi_tick_poll returns 1 when the tick in flight has finished (so
+ * aoi_tick_end will not block), 0 while it runs, AOI_EINVAL when no tick is
+ * in flight. aoi_tick_end waits for it and returns what aoi_tick would
+ * have; AOI_EINVAL when no tick is in flight.
+ */
+AOI_EXPORT int aoi_tick_begin(aoi_world *world);
+AOI_EXPORT int aoi_tick_poll(aoi_world *world);
+AOI_EXPORT int aoi_tick_end(aoi_world *world);
 
 /* Event kinds, in their output order within one watcher and one tick. */
 typedef enum aoi_event_kind {

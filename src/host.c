@@ -213,6 +213,8 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   if (aoi__idmap_get(&w->ids, id) != AOI__NONE)
     return AOI_EEXIST;
   if (flags == 0 || (flags & ~(AOI_WATCHER | AOI_MARKER)) != 0)
@@ -257,6 +259,8 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -285,6 +289,8 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -312,6 +318,8 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -328,6 +336,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -370,10 +380,12 @@ static void recompute_radius_high(aoi_world *w)
   w->radius_high_dirty = false;
 }
 
-int aoi_tick(aoi_world *w)
+int aoi_tick_begin(aoi_world *w)
 {
   if (w == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint64_t started = aoi__now_ns();
   const aoi_allocator *a = &w->allocator;
   int rc;
@@ -428,19 +440,44 @@ int aoi_tick(aoi_world *w)
   }
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
+    AOI__STRESS();
     while (aoi__ring_push(k->control, &w->command) != 0)
       ; /* holds 3; at most one command is ever in flight */
     aoi__bell_ring(&k->bell);
   }
-  unsigned done = 0;
-  while (done < w->threads) {
+  w->in_flight = true;
+  w->tick_started = started;
+  w->workers_done = 0;
+  return 0;
+}
+
+/* Takes the done reports that have arrived; true when all have. */
+static bool collect_done(aoi_world *w)
+{
+  for (unsigned i = 0; i < w->threads; i++)
+    while (aoi__ring_pop(w->workers[i].done) != NULL)
+      w->workers_done++;
+  return w->workers_done == w->threads;
+}
+
+int aoi_tick_poll(aoi_world *w)
+{
+  if (w == NULL || !w->in_flight)
+    return AOI_EINVAL;
+  return collect_done(w) ? 1 : 0;
+}
+
+int aoi_tick_end(aoi_world *w)
+{
+  if (w == NULL || !w->in_flight)
+    return AOI_EINVAL;
+  for (;;) {
     uint32_t seen = aoi__bell_read(&w->host_bell);
-    for (unsigned i = 0; i < w->threads; i++)
-      while (aoi__ring_pop(w->workers[i].done) != NULL)
-        done++;
-    if (done < w->threads)
-      aoi__bell_wait(&w->host_bell, seen);
+    if (collect_done(w))
+      break;
+    aoi__bell_wait(&w->host_bell, seen);
   }
+  w->in_flight = false;
   w->tick++;
 
   /* The workers are idle: collect, recycle, count. */
@@ -449,7 +486,7 @@ int aoi_tick(aoi_world *w)
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++)
       w->workers[i].handoffs_out[j].bound = 0;
-  rc = 0;
+  int rc = 0;
   aoi_stats *st = &w->stats;
   memset(st->phase_ns, 0, sizeof(st->phase_ns));
   st->ghosts = st->handoffs = st->events = 0;
@@ -488,8 +525,14 @@ int aoi_tick(aoi_world *w)
   st->tick = w->tick;
   st->entities = w->live;
   st->watchers = w->watchers;
-  st->tick_ns = aoi__now_ns() - started;
+  st->tick_ns = aoi__now_ns() - w->tick_started;
   return rc;
+}
+
+int aoi_tick(aoi_world *w)
+{
+  int rc = aoi_tick_begin(w);
+  return rc != 0 ? rc : aoi_tick_end(w);
 }
 
 /* ---- outboxes ----------------------------------------------------------- */
@@ -499,6 +542,8 @@ int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
 {
   if (w == NULL || events == NULL || count == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -513,6 +558,8 @@ int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
 {
   if (w == NULL || ids == NULL || count == NULL)
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   int rc = aoi__pending_sort(w);
   if (rc != 0)
     return rc;
@@ -564,6 +611,8 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   if (!isfinite(x) || !isfinite(y))
     return AOI_ECOORD;
   if (!isfinite(radius) || radius < 0)
@@ -612,6 +661,8 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -641,6 +692,8 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   uint32_t h = live_handle(w, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;

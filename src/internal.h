@@ -89,6 +89,16 @@ uint32_t aoi__bell_read(aoi__bell *bell);
 void aoi__bell_ring(aoi__bell *bell);
 void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
 
+/* Stress points (sync.c): with AOI_STRESS defined, each one may yield, spin
+   or sleep a few microseconds at random, so that tests meet the rare
+   interleavings of rings, handoffs and merges. Free otherwise. */
+#ifdef AOI_STRESS
+void aoi__stress_point(void);
+#define AOI__STRESS() aoi__stress_point()
+#else
+#define AOI__STRESS() ((void)0)
+#endif
+
 /* ---- id map (idmap.c): uint64 id -> uint32 handle, host thread only ---- */
 
 typedef struct aoi__idmap {
@@ -378,6 +388,9 @@ struct aoi_world {
   aoi__chunk **chunks_used; /* pushed this tick */
   uint32_t chunks_used_count, chunks_used_capacity;
   uint64_t tick;
+  bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
+  uint64_t tick_started;  /* when the tick in flight began */
+  unsigned workers_done;  /* done reports taken for the tick in flight */
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   bool radius_high_dirty;

@@ -54,6 +54,7 @@ void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
 
 int aoi__ring_push(aoi__ring *ring, void *item)
 {
+  AOI__STRESS();
   /* ck_ring_enqueue_spsc fences stores before it publishes the slot. */
   return ck_ring_enqueue_spsc(&ring->ring, ring->buffer, item) ? 0 : -1;
 }
@@ -61,6 +62,7 @@ int aoi__ring_push(aoi__ring *ring, void *item)
 void *aoi__ring_pop(aoi__ring *ring)
 {
   void *item;
+  AOI__STRESS();
   /* ck_ring_dequeue_spsc fences loads after it sees the producer's tail. */
   if (!ck_ring_dequeue_spsc(&ring->ring, ring->buffer, &item))
     return NULL;
@@ -130,6 +132,7 @@ void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
 
 int aoi__ring_push(aoi__ring *ring, void *item)
 {
+  AOI__STRESS();
   unsigned tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
   /* acquire: the consumer is done with the slot it released */
   unsigned head = atomic_load_explicit(&ring->head, memory_order_acquire);
@@ -143,6 +146,7 @@ int aoi__ring_push(aoi__ring *ring, void *item)
 
 void *aoi__ring_pop(aoi__ring *ring)
 {
+  AOI__STRESS();
   unsigned head = atomic_load_explicit(&ring->head, memory_order_relaxed);
   /* acquire: pairs with the producer's release of tail */
   unsigned tail = atomic_load_explicit(&ring->tail, memory_order_acquire);

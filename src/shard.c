@@ -272,6 +272,7 @@ static void find_handoffs(aoi__worker *k, aoi__shard *s)
     if (to == s->index)
       continue;
     k->handoffs++;
+    AOI__STRESS();
     unsigned owner = aoi__worker_of(w, to);
     if (owner == k->index) {
       int rc = aoi__reserve(&w->allocator, (void **)&w->shards[to].entities,
@@ -300,6 +301,7 @@ static void take_handoffs(aoi__worker *k, const aoi__batch *b)
   aoi_world *w = k->world;
   const aoi__handoff *items = b->items;
   for (uint32_t i = 0; i < b->count; i++) {
+    AOI__STRESS();
     int rc = aoi__shard_insert(&w->allocator, &w->shards[items[i].shard],
                                w->location, &items[i].entity);
     if (rc != 0)
@@ -541,6 +543,7 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     fail(k, AOI_ENOMEM);
     return;
   }
+  AOI__STRESS();
   if (total > 0) {
     /* Close the gaps so the three groups go to the outbox in one copy. */
     memmove(leaves + nl, enters, sizeof(aoi_event) * ne);

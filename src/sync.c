@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <sched.h>
+#include <time.h>
 
 #define SPINS 4000
 #define YIELDS 64
@@ -79,3 +80,26 @@ void aoi__bell_wait(aoi__bell *bell, uint32_t seen)
   atomic_fetch_sub(&bell->sleepers, 1);
   pthread_mutex_unlock(&bell->mutex);
 }
+
+#ifdef AOI_STRESS
+void aoi__stress_point(void)
+{
+  /* Per-thread xorshift, seeded from the thread's own stack address. */
+  static _Thread_local uint64_t state;
+  if (state == 0)
+    state = (uint64_t)(uintptr_t)&state * 0x9e3779b97f4a7c15ull | 1;
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  unsigned roll = (unsigned)(state % 64);
+  if (roll < 8) {
+    sched_yield();
+  } else if (roll < 10) {
+    struct timespec pause = {0, (long)(state >> 40) % 50000};
+    nanosleep(&pause, NULL);
+  } else if (roll < 20) {
+    for (unsigned i = (unsigned)(state >> 48) % 2000; i > 0; i--)
+      cpu_relax();
+  }
+}
+#endif

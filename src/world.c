@@ -111,6 +111,8 @@ const char *aoi_strerror(int code)
     return "AOI_EFLAGS: flags must be AOI_WATCHER, AOI_MARKER or both";
   case AOI_ESYS:
     return "AOI_ESYS: the system refused a thread or sync object";
+  case AOI_EBUSY:
+    return "AOI_EBUSY: a tick is in flight (call aoi_tick_end first)";
   default:
     return "unknown error";
   }
@@ -178,6 +180,8 @@ static unsigned online_cores(void)
 static void world_free(aoi_world *w)
 {
   const aoi_allocator *a = &w->allocator;
+  if (w->in_flight)
+    (void)aoi_tick_end(w);
   if (w->workers != NULL) {
     aoi__tick_command stop = {0};
     stop.shutdown = 1;
@@ -320,6 +324,8 @@ int aoi_stats_get(const aoi_world *world, aoi_stats *stats)
 {
   if (world == NULL || stats == NULL)
     return AOI_EINVAL;
+  if (world->in_flight)
+    return AOI_EBUSY;
   *stats = world->stats;
   return 0;
 }

@@ -1,0 +1,305 @@
+/*
+ * test_misuse.c: what a host gets when it uses the API in ways it should
+ * not, or in ways that stretch it: every call made while a tick is in
+ * flight, ticks begun twice or ended without beginning, a world destroyed
+ * mid-tick or with undrained events, queries of removed ids, outboxes never
+ * drained for many ticks, far more threads than cores, and more shards than
+ * the map can sensibly hold. Each must have its documented result, and the
+ * events must be exactly those of a world used properly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aoi.h"
+
+#define WM (AOI_WATCHER | AOI_MARKER)
+#define ALL UINT32_MAX
+
+typedef struct stream {
+  uint64_t *words; /* watcher, id, kind, tick, x bits, y bits per event */
+  size_t count, capacity;
+} stream;
+
+static void stream_push(stream *s, uint64_t v)
+{
+  if (s->count == s->capacity) {
+    s->capacity = s->capacity ? s->capacity * 2 : 1024;
+    s->words = realloc(s->words, sizeof(uint64_t) * s->capacity);
+    assert_non_null(s->words);
+  }
+  s->words[s->count++] = v;
+}
+
+static void drain_into(aoi_world *w, stream *s)
+{
+  const uint64_t *ids;
+  size_t n;
+  assert_int_equal(aoi_pending(w, &ids, &n), 0);
+  for (size_t i = 0; i < n; i++) {
+    const aoi_event *e;
+    size_t count;
+    assert_int_equal(aoi_drain(w, ids[i], &e, &count), 0);
+    for (size_t j = 0; j < count; j++) {
+      uint32_t xb, yb;
+      memcpy(&xb, &e[j].x, 4);
+      memcpy(&yb, &e[j].y, 4);
+      stream_push(s, ids[i]);
+      stream_push(s, e[j].id);
+      stream_push(s, ((uint64_t)e[j].kind << 32) | e[j].tick);
+      stream_push(s, ((uint64_t)xb << 32) | yb);
+    }
+  }
+}
+
+static void expect_same(const stream *a, const stream *b)
+{
+  assert_int_equal(a->count, b->count);
+  assert_memory_equal(a->words, b->words, sizeof(uint64_t) * a->count);
+}
+
+static aoi_world *make(unsigned threads, unsigned shards, float side)
+{
+  aoi_config c;
+  aoi_config_default(&c);
+  c.threads = threads;
+  c.shards = shards;
+  c.max_x = side;
+  c.max_y = side;
+  c.max_radius = 40;
+  c.hysteresis = 2;
+  aoi_world *w = NULL;
+  assert_int_equal(aoi_create(&c, &w), 0);
+  return w;
+}
+
+/* A crowd of 120 entities, walking and churning: the same calls for every
+   world, step by step. */
+static void crowd_step(aoi_world *w, int step, float side)
+{
+  uint64_t state = 0x2545f4914f6cdd1dull ^ (uint64_t)step * 0x9e3779b97f4a7c15ull;
+  for (uint64_t id = 1; id <= 120; id++) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    float x = (float)(state % 1000) * side / 1000;
+    float y = (float)((state >> 20) % 1000) * side / 1000;
+    if (step == 0) {
+      assert_int_equal(aoi_add(w, id, x, y, (float)(5 + id % 30),
+                               id % 7 == 0 ? AOI_MARKER : WM, ALL, ALL), 0);
+    } else if (id % 11 == (uint64_t)step % 11) {
+      assert_int_equal(aoi_remove(w, id), 0);
+      assert_int_equal(aoi_add(w, id, x, y, 10, WM, ALL, ALL), 0);
+    } else if (id % 3 == (uint64_t)step % 3) {
+      assert_int_equal(aoi_move(w, id, x, y), 0);
+    }
+  }
+}
+
+static void calls_in_flight_are_busy(void **state)
+{
+  (void)state;
+  aoi_world *w = make(2, 5, 100), *ref = make(1, 1, 100);
+  stream got = {0}, want = {0};
+  for (int step = 0; step < 20; step++) {
+    crowd_step(w, step, 100);
+    crowd_step(ref, step, 100);
+    assert_int_equal(aoi_tick_end(w), AOI_EINVAL); /* none in flight */
+    assert_int_equal(aoi_tick_poll(w), AOI_EINVAL);
+    assert_int_equal(aoi_tick_begin(w), 0);
+    /* Everything but poll, end and destroy is refused, and changes nothing. */
+    const aoi_event *e = NULL;
+    const uint64_t *ids = NULL;
+    uint64_t buffer[4];
+    size_t n = 77;
+    aoi_stats st;
+    assert_int_equal(aoi_tick_begin(w), AOI_EBUSY);
+    assert_int_equal(aoi_tick(w), AOI_EBUSY);
+    assert_int_equal(aoi_add(w, 5000, 1, 1, 1, WM, ALL, ALL), AOI_EBUSY);
+    assert_int_equal(aoi_move(w, 1, 50, 50), AOI_EBUSY);
+    assert_int_equal(aoi_set_radius(w, 1, 3), AOI_EBUSY);
+    assert_int_equal(aoi_set_layers(w, 1, 0, 0), AOI_EBUSY);
+    assert_int_equal(aoi_remove(w, 2), AOI_EBUSY);
+    assert_int_equal(aoi_drain(w, 1, &e, &n), AOI_EBUSY);
+    assert_int_equal(aoi_pending(w, &ids, &n), AOI_EBUSY);
+    assert_int_equal(aoi_view(w, 1, buffer, 4, &n), AOI_EBUSY);
+    assert_int_equal(aoi_watchers_of(w, 1, buffer, 4, &n), AOI_EBUSY);
+    assert_int_equal(aoi_query_circle(w, 0, 0, 10, ALL, buffer, 4, &n),
+                     AOI_EBUSY);
+    assert_int_equal(aoi_stats_get(w, &st), AOI_EBUSY);
+    assert_null(e);
+    assert_null(ids);
+    assert_int_equal(n, 77);
+    /* The host's own logic runs meanwhile; poll until done. */
+    int polled;
+    while ((polled = aoi_tick_poll(w)) == 0)
+      usleep(50);
+    assert_int_equal(polled, 1);
+    assert_int_equal(aoi_tick_end(w), 0);
+    assert_int_equal(aoi_tick(ref), 0);
+    drain_into(w, &got);
+    drain_into(ref, &want);
+  }
+  expect_same(&got, &want);
+  assert_true(got.count > 0);
+  free(got.words);
+  free(want.words);
+  aoi_destroy(w);
+  aoi_destroy(ref);
+}
+
+/* aoi_destroy waits for a tick in flight, and frees undrained events and
+   queued operations (ASan's leak check holds it to that). */
+static void destroy_mid_tick_and_undrained(void **state)
+{
+  (void)state;
+  for (int mode = 0; mode < 3; mode++) {
+    aoi_world *w = make(3, 7, 100);
+    crowd_step(w, 0, 100);
+    assert_int_equal(aoi_tick(w), 0);
+    crowd_step(w, 1, 100);
+    if (mode == 0)
+      assert_int_equal(aoi_tick_begin(w), 0); /* destroyed in flight */
+    else if (mode == 1)
+      assert_int_equal(aoi_tick(w), 0); /* undrained events */
+    /* mode 2: operations queued, never ticked */
+    aoi_destroy(w);
+  }
+}
+
+static void removed_ids(void **state)
+{
+  (void)state;
+  aoi_world *w = make(2, 4, 100);
+  assert_int_equal(aoi_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 2, 12, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_remove(w, 1), 0);
+  const aoi_event *e;
+  uint64_t ids[4];
+  size_t n = 99;
+  /* Removed: not live, even before the next tick applies it. */
+  assert_int_equal(aoi_drain(w, 1, &e, &n), AOI_ENOENT);
+  assert_int_equal(aoi_view(w, 1, ids, 4, &n), AOI_ENOENT);
+  assert_int_equal(aoi_watchers_of(w, 1, ids, 4, &n), AOI_ENOENT);
+  assert_int_equal(aoi_move(w, 1, 0, 0), AOI_ENOENT);
+  assert_int_equal(aoi_remove(w, 1), AOI_ENOENT);
+  assert_int_equal(n, 99);
+  /* 2 still sees 1 in the last tick's state; the next tick says leave. */
+  assert_int_equal(aoi_view(w, 2, ids, 4, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(ids[0], 1);
+  assert_int_equal(aoi_drain(w, 2, &e, &n), 0); /* tick 1: enter 1 */
+  assert_int_equal(n, 1);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_drain(w, 2, &e, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(e[0].kind, AOI_LEAVE);
+  assert_int_equal(e[0].id, 1);
+  assert_int_equal(aoi_view(w, 2, ids, 4, &n), 0);
+  assert_int_equal(n, 0);
+  aoi_destroy(w);
+}
+
+/* An outbox never drained keeps every event, in order, with its tick: after
+   200 ticks each watcher's outbox holds exactly what a host that drained
+   every tick received, tick after tick. */
+static void never_drained(void **state)
+{
+  (void)state;
+  aoi_world *lazy = make(2, 3, 100), *eager = make(2, 3, 100);
+  stream got = {0}, want = {0};
+  for (int step = 0; step < 200; step++) {
+    for (uint64_t id = 1; id <= 60; id++) {
+      float x = (float)((id * 37 + (uint64_t)step * 13) % 100);
+      float y = (float)((id * 61 + (uint64_t)step * 7) % 100);
+      if (step == 0) {
+        assert_int_equal(aoi_add(lazy, id, x, y, 25, WM, ALL, ALL), 0);
+        assert_int_equal(aoi_add(eager, id, x, y, 25, WM, ALL, ALL), 0);
+      } else {
+        assert_int_equal(aoi_move(lazy, id, x, y), 0);
+        assert_int_equal(aoi_move(eager, id, x, y), 0);
+      }
+    }
+    assert_int_equal(aoi_tick(lazy), 0);
+    assert_int_equal(aoi_tick(eager), 0);
+    drain_into(eager, &want);
+  }
+  drain_into(lazy, &got);
+  /* The eager stream is ordered by tick then watcher, the lazy one by
+     watcher then tick: compare watcher by watcher. */
+  assert_int_equal(got.count, want.count);
+  size_t at = 0;
+  for (uint64_t watcher = 1; watcher <= 60; watcher++)
+    for (size_t i = 0; i < want.count; i += 4)
+      if (want.words[i] == watcher) {
+        assert_memory_equal(&got.words[at], &want.words[i],
+                            4 * sizeof(uint64_t));
+        at += 4;
+      }
+  assert_int_equal(at, got.count);
+  assert_true(got.count > 0);
+  free(got.words);
+  free(want.words);
+  aoi_destroy(lazy);
+  aoi_destroy(eager);
+}
+
+/* Many more threads than cores, and more shards than a small map can
+   sensibly hold: slower, but the same events. */
+static void oversubscribed_and_overcut(void **state)
+{
+  (void)state;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned threads = (unsigned)(cores > 0 ? cores : 1) * 8;
+  if (threads > 64)
+    threads = 64;
+  aoi_world *ref = make(1, 1, 10);
+  aoi_world *many = make(threads, threads, 10);
+  aoi_world *cut = make(2, 4096, 10);
+  stream a = {0}, b = {0}, c = {0};
+  for (int step = 0; step < 8; step++) {
+    crowd_step(ref, step, 10);
+    crowd_step(many, step, 10);
+    crowd_step(cut, step, 10);
+    assert_int_equal(aoi_tick(ref), 0);
+    assert_int_equal(aoi_tick(many), 0);
+    assert_int_equal(aoi_tick(cut), 0);
+    drain_into(ref, &a);
+    drain_into(many, &b);
+    drain_into(cut, &c);
+  }
+  aoi_stats st;
+  assert_int_equal(aoi_stats_get(cut, &st), 0);
+  assert_int_equal(st.shards, 4096);
+  assert_int_equal(aoi_stats_get(many, &st), 0);
+  assert_int_equal(st.threads, threads);
+  expect_same(&b, &a);
+  expect_same(&c, &a);
+  assert_true(a.count > 0);
+  free(a.words);
+  free(b.words);
+  free(c.words);
+  aoi_destroy(ref);
+  aoi_destroy(many);
+  aoi_destroy(cut);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(calls_in_flight_are_busy),
+      cmocka_unit_test(destroy_mid_tick_and_undrained),
+      cmocka_unit_test(removed_ids),
+      cmocka_unit_test(never_drained),
+      cmocka_unit_test(oversubscribed_and_overcut),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
