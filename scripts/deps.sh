@@ -1,13 +1,17 @@
 #!/bin/sh
 # Installs what the build needs, if it is missing, from Debian's packages:
-# a C compiler, CMake, pkg-config, Concurrency Kit and cmocka (and clang's
-# sanitizer runtime is in gcc already). Runs apt-get as root, or via sudo.
+# a C compiler, CMake, pkg-config, Concurrency Kit and cmocka. With the
+# argument `test`, also what the test builds need: clang and its runtime
+# (libFuzzer), and xmllint. Runs apt-get as root, or via sudo.
+# usage: scripts/deps.sh [test]
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need build-essential"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
-for pkg in libck-dev libcmocka-dev; do
+packages="libck-dev libcmocka-dev"
+[ "${1:-}" = test ] && packages="$packages clang libclang-rt-dev"
+for pkg in $packages; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

@@ -1,24 +1,43 @@
 #!/bin/sh
-# Builds and runs every test: a release-like build (all tests, shared traces
-# at many layouts), an ASan+UBSan build of all tests, and a ThreadSanitizer
-# build (with the C11-atomics ring) of the threaded tests.
+# Builds and runs every test, in five builds:
+#   test    RelWithDebInfo: every test (unit, differential, shared traces,
+#           layouts, misuse, oom, a 60 s soak)
+#   asan    ASan+UBSan (LeakSanitizer on): every test, a 20 s soak
+#   tsan    ThreadSanitizer with the C11-atomics ring: the threaded tests
+#   stress  ThreadSanitizer plus random yields and delays injected at ring
+#           push/pop, handoff and merge: the stress group
+#   fuzz    clang, libFuzzer + ASan + UBSan: each fuzz target for a short
+#           fixed time, and its regression inputs
 # usage: scripts/test.sh [BUILD_ROOT]   (default: build-tests)
 set -eu
 root=${1:-build-tests}
 jobs=$(nproc 2>/dev/null || echo 2)
 cd "$(dirname "$0")/.."
 
-run() { # NAME CMAKE_ARGS... ; then ctest with $CTEST_ARGS
-  dir="$root/$1"; shift
+run() { # NAME CTEST_ARGS CMAKE_ARGS...
+  dir="$root/$1" args=$2
+  shift 2
   echo "=== $dir: $*"
   cmake -S . -B "$dir" -DAOI_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" >/dev/null
-  (cd "$dir" && ctest --output-on-failure -j "$jobs" $CTEST_ARGS)
+  # shellcheck disable=SC2086
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" $args)
 }
 
-CTEST_ARGS="" run test -DCMAKE_BUILD_TYPE=RelWithDebInfo
-CTEST_ARGS="" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  run asan -DCMAKE_BUILD_TYPE=Debug -DAOI_SANITIZE=address,undefined
-CTEST_ARGS="-L threaded" TSAN_OPTIONS=halt_on_error=1 \
-  run tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAOI_SANITIZE=thread
+run test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  run asan "" -DCMAKE_BUILD_TYPE=Debug -DAOI_SANITIZE=address,undefined \
+  -DAOI_SOAK_SECONDS=20
+TSAN_OPTIONS=halt_on_error=1 \
+  run tsan "-L threaded" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DAOI_SANITIZE=thread
+TSAN_OPTIONS=halt_on_error=1 \
+  run stress "-L stress" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DAOI_SANITIZE=thread -DAOI_STRESS=ON
+if command -v clang >/dev/null 2>&1; then
+  run fuzz "-L fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DAOI_FUZZ=ON
+else
+  echo "=== fuzz: skipped, no clang (scripts/deps.sh test installs it)"
+fi
 echo "all test builds passed"
