@@ -275,6 +275,26 @@ typedef struct aoi_stats {
 /* Writes the statistics of the last tick to *stats. */
 AOI_EXPORT int aoi_stats_get(const aoi_world *world, aoi_stats *stats);
 
+/* One shard as of the last tick, for tools that draw or tune the layout. */
+typedef struct aoi_shard_info {
+  /* Its rectangle: min <= x < max; the edge shards extend to +-infinity. */
+  double min_x, min_y, max_x, max_y;
+  unsigned worker;   /* the worker thread that owns it */
+  uint32_t entities; /* entities it owns */
+  uint32_t ghosts;   /* ghost copies of markers owned by its neighbours */
+  uint64_t compute_ns;
+} aoi_shard_info;
+
+/* Describes shard `shard` (0 .. stats.shards - 1). AOI_EINVAL when out of
+   range. */
+AOI_EXPORT int aoi_shard_info_get(const aoi_world *world, unsigned shard,
+                                  aoi_shard_info *info);
+/* The ids of the ghosts shard `shard` held in the last tick, ascending; the
+   same capacity and count rules as the queries. */
+AOI_EXPORT int aoi_shard_ghosts(aoi_world *world, unsigned shard,
+                                uint64_t *ids, size_t capacity,
+                                size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -729,3 +729,22 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
   answer(w, n, ids, capacity, count);
   return 0;
 }
+
+int aoi_shard_ghosts(aoi_world *w, unsigned shard, uint64_t *ids,
+                     size_t capacity, size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0) ||
+      shard >= w->shard_count)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  const aoi__shard *s = &w->shards[shard];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->ghost_count; i++) {
+    if (collect(w, n, s->ghosts[i].id) != 0)
+      return AOI_ENOMEM;
+    n++;
+  }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}

@@ -372,3 +372,25 @@ bool aoi__world_valid(aoi_world *w)
       unborn++;
   return owned + unborn >= live;
 }
+
+int aoi_shard_info_get(const aoi_world *w, unsigned shard,
+                       aoi_shard_info *info)
+{
+  if (w == NULL || info == NULL || shard >= w->shard_count)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  const aoi__layout *l = &w->layout;
+  unsigned col = shard % l->cols, row = shard / l->cols;
+  aoi_shard_info i;
+  i.min_x = col > 0 ? l->xcut[col - 1] : -INFINITY;
+  i.max_x = col + 1 < l->cols ? l->xcut[col] : INFINITY;
+  i.min_y = row > 0 ? l->ycut[row - 1] : -INFINITY;
+  i.max_y = row + 1 < l->rows ? l->ycut[row] : INFINITY;
+  i.worker = aoi__worker_of(w, shard);
+  i.entities = w->shards[shard].count;
+  i.ghosts = w->shards[shard].ghost_count;
+  i.compute_ns = w->shards[shard].compute_ns;
+  *info = i;
+  return 0;
+}
