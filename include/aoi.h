@@ -53,6 +53,15 @@ extern "C" {
 #define AOI_VERSION_MAJOR 0
 #define AOI_VERSION_MINOR 1
 #define AOI_VERSION_PATCH 0
+/* One number that grows with every release: 10000 * major + 100 * minor +
+   patch, as aoi_version() returns it for the library actually linked. */
+#define AOI_VERSION                                                           \
+  (AOI_VERSION_MAJOR * 10000 + AOI_VERSION_MINOR * 100 + AOI_VERSION_PATCH)
+
+/* The linked library's AOI_VERSION, and its "major.minor.patch" string:
+   compare with the header's to catch a header/library mismatch. */
+AOI_EXPORT unsigned aoi_version(void);
+AOI_EXPORT const char *aoi_version_string(void);
 
 /* Error codes. All negative; 0 is success. */
 #define AOI_EINVAL (-1)  /* NULL pointer, bad config, or bad argument    */

@@ -429,6 +429,6 @@ int aoi__pending_sort(struct aoi_world *world);
 
 /* world.c: an invariant walk of the whole world, for tests (host only,
    between ticks). Returns true when every structure is consistent. */
-AOI_EXPORT bool aoi__world_valid(struct aoi_world *world);
+bool aoi__world_valid(struct aoi_world *world);
 
 #endif /* AOI_INTERNAL_H */

@@ -394,3 +394,17 @@ int aoi_shard_info_get(const aoi_world *w, unsigned shard,
   *info = i;
   return 0;
 }
+
+#define AOI__STRING(x) #x
+#define AOI__VERSION_STRING(a, b, c) AOI__STRING(a) "." AOI__STRING(b) "." AOI__STRING(c)
+
+unsigned aoi_version(void)
+{
+  return AOI_VERSION;
+}
+
+const char *aoi_version_string(void)
+{
+  return AOI__VERSION_STRING(AOI_VERSION_MAJOR, AOI_VERSION_MINOR,
+                             AOI_VERSION_PATCH);
+}
