@@ -21,27 +21,6 @@ static inline double margin(double a, double b)
   return (fabs(a) + fabs(b)) * 1e-9 + 1e-30;
 }
 
-bool aoi__within(const aoi__shape *shape, float ax, float ay, float bx,
-                 float by, double reach)
-{
-  double dx = (double)bx - (double)ax;
-  double dy = (double)by - (double)ay;
-  switch (shape->kind) {
-  case AOI_SHAPE_SQUARE:
-    return fabs(dx) <= reach && fabs(dy) <= reach;
-  case AOI_SHAPE_CELLS: {
-    double c = shape->cell;
-    double k = ceil(reach / c);
-    double cx = floor((double)bx / c) - floor((double)ax / c);
-    double cy = floor((double)by / c) - floor((double)ay / c);
-    return fabs(cx) <= k && fabs(cy) <= k;
-  }
-  case AOI_SHAPE_CIRCLE:
-  default:
-    return dx * dx + dy * dy <= reach * reach;
-  }
-}
-
 void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
                     double box[4])
 {
@@ -161,6 +140,7 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
   aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->order, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
 
@@ -189,9 +169,11 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.order = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
   if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
-      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell) {
+      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell ||
+      !bigger.order) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }
@@ -264,20 +246,36 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   }
   for (uint32_t c = 0; c < cells; c++)
     start[c + 1] += start[c];
-  /* Scatter with start[c] as the running cursor, then shift back. */
-  for (uint32_t i = 0; i < count; i++) {
-    uint32_t at = start[grid->cell[i]]++;
-    grid->x[at] = items[i].x;
-    grid->y[at] = items[i].y;
-    grid->id[at] = items[i].id;
-    grid->handle[at] = items[i].handle;
-    grid->layers[at] = items[i].layers;
-    grid->info[at] = items[i].info;
-    grid->slot[at] = items[i].slot;
-  }
+  /* Counting sort by cell, with start[c] as the running cursor, then shift
+     the cursors back to the starts. */
+  uint32_t *order = grid->order;
+  for (uint32_t i = 0; i < count; i++)
+    order[start[grid->cell[i]]++] = i;
   for (uint32_t c = cells; c > 0; c--)
     start[c] = start[c - 1];
   start[0] = 0;
+  /* Within a cell, by id: a query then gathers sorted runs to merge. */
+  for (uint32_t c = 0; c < cells; c++)
+    for (uint32_t i = start[c] + 1; i < start[c + 1]; i++) {
+      uint32_t v = order[i];
+      uint64_t id = items[v].id;
+      uint32_t j = i;
+      while (j > start[c] && items[order[j - 1]].id > id) {
+        order[j] = order[j - 1];
+        j--;
+      }
+      order[j] = v;
+    }
+  for (uint32_t at = 0; at < count; at++) {
+    const aoi__grid_item *it = &items[order[at]];
+    grid->x[at] = it->x;
+    grid->y[at] = it->y;
+    grid->id[at] = it->id;
+    grid->handle[at] = it->handle;
+    grid->layers[at] = it->layers;
+    grid->info[at] = it->info;
+    grid->slot[at] = it->slot;
+  }
   return 0;
 }
 
@@ -302,6 +300,9 @@ bool aoi__grid_valid(const aoi__grid *grid)
       uint32_t c = cy * grid->width + cx;
       if (grid->start[c] > grid->start[c + 1])
         return false;
+      for (uint32_t i = grid->start[c] + 1; i < grid->start[c + 1]; i++)
+        if (grid->id[i - 1] > grid->id[i])
+          return false;
       for (uint32_t i = grid->start[c]; i < grid->start[c + 1]; i++) {
         double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
         uint32_t r[4];

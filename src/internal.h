@@ -25,6 +25,7 @@
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -124,9 +125,28 @@ typedef struct aoi__shape {
   double cell; /* AOI_SHAPE_CELLS */
 } aoi__shape;
 
-/* Whether B at (bx, by) is within reach `reach` of A at (ax, ay). */
-bool aoi__within(const aoi__shape *shape, float ax, float ay, float bx,
-                 float by, double reach);
+/* Whether B at (bx, by) is within reach `reach` of A at (ax, ay). Inline:
+   it is the innermost test of a tick. */
+static inline bool aoi__within(const aoi__shape *shape, float ax, float ay,
+                               float bx, float by, double reach)
+{
+  double dx = (double)bx - (double)ax;
+  double dy = (double)by - (double)ay;
+  switch (shape->kind) {
+  case AOI_SHAPE_SQUARE:
+    return (dx < 0 ? -dx : dx) <= reach && (dy < 0 ? -dy : dy) <= reach;
+  case AOI_SHAPE_CELLS: {
+    double c = shape->cell;
+    double k = ceil(reach / c);
+    double cx = floor((double)bx / c) - floor((double)ax / c);
+    double cy = floor((double)by / c) - floor((double)ay / c);
+    return (cx < 0 ? -cx : cx) <= k && (cy < 0 ? -cy : cy) <= k;
+  }
+  case AOI_SHAPE_CIRCLE:
+  default:
+    return dx * dx + dy * dy <= reach * reach;
+  }
+}
 /* A box [x0, x1] x [y0, y1] that holds every point within `reach` of (x, y),
    slightly inflated so that float rounding can never drop one. */
 void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
@@ -166,7 +186,8 @@ typedef struct aoi__grid {
   uint64_t *id;
   uint32_t *handle, *layers, *info;
   uint32_t *slot; /* owned entries: index in the shard's entity array */
-  uint32_t *cell; /* scratch for the build */
+  uint32_t *cell;  /* scratch for the build */
+  uint32_t *order; /* scratch for the build */
 } aoi__grid;
 
 /* One entry to index. */
@@ -337,6 +358,10 @@ typedef struct aoi__worker {
   /* compute scratch */
   aoi__candidate *candidates;
   uint32_t candidate_capacity;
+  aoi__candidate *spare; /* merge buffer */
+  uint32_t spare_capacity;
+  uint32_t *runs; /* sorted runs among the candidates */
+  uint32_t run_capacity;
   aoi_event *events;
   uint32_t event_capacity;
   aoi__seen *next_view;

@@ -104,6 +104,8 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->handoffs_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->candidates, sizeof(aoi__candidate) * k->candidate_capacity);
+    aoi__free(a, k->spare, sizeof(aoi__candidate) * k->spare_capacity);
+    aoi__free(a, k->runs, sizeof(uint32_t) * k->run_capacity);
     aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
     aoi__free(a, k->next_view, sizeof(aoi__seen) * k->next_view_capacity);
     aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
@@ -380,28 +382,33 @@ static void take_ghosts(aoi__worker *k, const aoi__batch *b)
 
 /* ---- phase 3: compute --------------------------------------------------- */
 
-static int compare_candidates(const void *a, const void *b)
+/* Merges the sorted runs of c[0, n) (run r is [runs[r], runs[r + 1])) into
+   one sorted run, ping-ponging with `spare`. Returns where the result is. */
+static aoi__candidate *merge_runs(aoi__candidate *c, aoi__candidate *spare,
+                                  uint32_t *runs, uint32_t nr, uint32_t n)
 {
-  uint64_t x = ((const aoi__candidate *)a)->id;
-  uint64_t y = ((const aoi__candidate *)b)->id;
-  return (x > y) - (x < y);
-}
-
-static void sort_candidates(aoi__candidate *c, uint32_t n)
-{
-  if (n > 24) {
-    qsort(c, n, sizeof(*c), compare_candidates);
-    return;
-  }
-  for (uint32_t i = 1; i < n; i++) {
-    aoi__candidate v = c[i];
-    uint32_t j = i;
-    while (j > 0 && c[j - 1].id > v.id) {
-      c[j] = c[j - 1];
-      j--;
+  while (nr > 1) {
+    uint32_t merged = 0;
+    for (uint32_t r = 0; r < nr; r += 2) {
+      uint32_t lo = runs[r];
+      uint32_t mid = r + 1 < nr ? runs[r + 1] : n;
+      uint32_t hi = r + 2 < nr ? runs[r + 2] : n;
+      uint32_t i = lo, j = mid, out = lo;
+      while (i < mid && j < hi)
+        spare[out++] = c[j].id < c[i].id ? c[j++] : c[i++];
+      while (i < mid)
+        spare[out++] = c[i++];
+      while (j < hi)
+        spare[out++] = c[j++];
+      runs[merged++] = lo;
     }
-    c[j] = v;
+    nr = merged;
+    runs[nr] = n;
+    aoi__candidate *swap = c;
+    c = spare;
+    spare = swap;
   }
+  return c;
 }
 
 static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size)
@@ -457,31 +464,52 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi__reach_box(shape, e->x, e->y, outer, box);
   aoi__grid_range(g, box, r);
 
-  uint32_t n = 0;
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
-    uint32_t end = g->start[cy * g->width + r[2] + 1];
-    for (uint32_t i = g->start[cy * g->width + r[0]]; i < end; i++) {
-      if (!(g->info[i] & AOI__ENTRY_MARKER) || g->handle[i] == e->handle ||
-          (g->layers[i] & e->interest) == 0)
+  /* Gather the markers in reach. Each cell holds its entries by id, so the
+     candidates come as sorted runs, one per non-empty cell. */
+  uint32_t n = 0, nr = 0;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+    for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
+      uint32_t cell = cy * g->width + cx, begin = n;
+      for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
+        if (!(g->info[i] & AOI__ENTRY_MARKER) || g->handle[i] == e->handle ||
+            (g->layers[i] & e->interest) == 0)
+          continue;
+        if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
+          continue;
+        if (n == k->candidate_capacity &&
+            aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
+                         n + 1, sizeof(aoi__candidate)) != 0) {
+          fail(k, AOI_ENOMEM);
+          return;
+        }
+        aoi__candidate *c = &k->candidates[n++];
+        c->id = g->id[i];
+        c->handle = g->handle[i];
+        c->x = g->x[i];
+        c->y = g->y[i];
+        c->inner = hysteresis == 0 ||
+                   aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner);
+      }
+      if (n == begin)
         continue;
-      if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
-        continue;
-      if (n == k->candidate_capacity &&
-          aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
-                       n + 1, sizeof(aoi__candidate)) != 0) {
+      if (nr + 2 > k->run_capacity &&
+          aoi__reserve(a, (void **)&k->runs, &k->run_capacity, nr + 2,
+                       sizeof(uint32_t)) != 0) {
         fail(k, AOI_ENOMEM);
         return;
       }
-      aoi__candidate *c = &k->candidates[n++];
-      c->id = g->id[i];
-      c->handle = g->handle[i];
-      c->x = g->x[i];
-      c->y = g->y[i];
-      c->inner = hysteresis == 0 ||
-                 aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner);
+      k->runs[nr++] = begin;
     }
+  if (k->spare_capacity < n &&
+      aoi__reserve(a, (void **)&k->spare, &k->spare_capacity, n,
+                   sizeof(aoi__candidate)) != 0) {
+    fail(k, AOI_ENOMEM);
+    return;
   }
-  sort_candidates(k->candidates, n);
+  if (nr > 0)
+    k->runs[nr] = n;
+  const aoi__candidate *cand =
+      merge_runs(k->candidates, k->spare, k->runs, nr, n);
 
   aoi__view *view = &e->view;
   uint32_t v = view->count;
@@ -499,7 +527,6 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t stamp = (uint32_t)tick;
   bool move_events = w->config.move_events != 0;
   const aoi__seen *old = view->items;
-  const aoi__candidate *cand = k->candidates;
   uint32_t i = 0, j = 0;
   while (i < v || j < n) {
     if (j == n || (i < v && old[i].id < cand[j].id)) {
