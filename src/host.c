@@ -355,9 +355,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
       w->radius_high_dirty = true;
     /* A removed watcher's undrained events are dropped now. */
     w->outbox[h].count = 0;
-    /* Its handle may come back under another id: resort from scratch. */
-    if (w->in_pending[h])
-      w->pending.sorted = 0;
+    w->in_pending[h] = 0; /* its pending entry, if any, is stale now */
   }
   w->limbo[w->limbo_count++] = h;
   aoi__op op = {AOI__OP_REMOVE, h, id, 0, 0, 0, 0, 0, 0};
@@ -391,8 +389,9 @@ int aoi_tick_begin(aoi_world *w)
   int rc;
   /* Every watcher handle may become pending: reserve it all up front so
      that collecting them after the tick cannot fail. */
-  if ((rc = aoi__reserve(a, (void **)&w->pending.handles, &w->pending.capacity,
-                         w->handle_count + 1, sizeof(uint32_t))) != 0)
+  if ((rc = aoi__reserve(a, (void **)&w->pending.entries, &w->pending.capacity,
+                         w->pending.count + w->handle_count + 1,
+                         sizeof(aoi__pending_entry))) != 0)
     return rc;
   if ((rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
                          w->chunks_used_count + w->shard_count, sizeof(aoi__chunk *))) != 0)
@@ -494,13 +493,8 @@ int aoi_tick_end(aoi_world *w)
     aoi__worker *k = &w->workers[i];
     if (k->error != 0)
       rc = k->error;
-    for (uint32_t j = 0; j < k->new_pending_count; j++) {
-      uint32_t h = k->new_pending[j];
-      if (!w->in_pending[h]) {
-        w->in_pending[h] = 1;
-        w->pending.handles[w->pending.count++] = h;
-      }
-    }
+    for (uint32_t j = 0; j < k->new_pending_count; j++)
+      aoi__pending_note(w, k->new_pending[j]);
     k->new_pending_count = 0;
     for (int p = 0; p < AOI_PHASE_COUNT; p++)
       if (k->phase_ns[p] > st->phase_ns[p])
@@ -560,11 +554,11 @@ int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
     return AOI_EINVAL;
   if (w->in_flight)
     return AOI_EBUSY;
-  int rc = aoi__pending_sort(w);
+  int rc = aoi__pending_update(w);
   if (rc != 0)
     return rc;
   *ids = w->pending.ids;
-  *count = w->pending.count;
+  *count = w->pending.ids_count;
   return 0;
 }
 

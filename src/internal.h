@@ -218,16 +218,21 @@ int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
                        const aoi_event *events, uint32_t count);
 void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
 
-/* The watchers with undrained events, kept sorted by id lazily. Host only. */
+/* The watchers that may have undrained events, sorted by id lazily. Host
+   only. An entry is valid while its handle is live under the same id and
+   in_pending marks it; stale entries are dropped by the next aoi_pending. */
+typedef struct aoi__pending_entry {
+  uint64_t id;
+  uint32_t handle;
+} aoi__pending_entry;
+
 typedef struct aoi__pending {
-  uint32_t *handles; /* in the list, in no order past `sorted` */
+  aoi__pending_entry *entries; /* sorted up to `sorted`, then appended */
   uint32_t count, capacity, sorted;
-  uint64_t *ids; /* the answer of the last aoi_pending */
-  uint32_t ids_capacity;
-  uint32_t *scratch;
+  aoi__pending_entry *scratch;
   uint32_t scratch_capacity;
-  void *keyed; /* sort buffer: (id, handle) pairs */
-  uint32_t keyed_capacity;
+  uint64_t *ids; /* the answer of the last aoi_pending */
+  uint32_t ids_count, ids_capacity;
 } aoi__pending;
 
 /* ---- entities, shards, workers, world ---------------------------------- */
@@ -449,8 +454,12 @@ void aoi__host_free(struct aoi_world *world);
 
 /* outbox.c: pending list */
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending);
-/* Drops handles whose outbox is empty, sorts by id, fills pending->ids. */
-int aoi__pending_sort(struct aoi_world *world);
+/* Adds handle h (a watcher whose outbox just became non-empty) unless it is
+   listed; room for it was reserved before the tick. */
+void aoi__pending_note(struct aoi_world *world, uint32_t handle);
+/* Sorts what was noted since, drops stale entries, and fills pending->ids
+   with the ids whose outbox is not empty. */
+int aoi__pending_update(struct aoi_world *world);
 
 /* world.c: an invariant walk of the whole world, for tests (host only,
    between ticks). Returns true when every structure is consistent. */

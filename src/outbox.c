@@ -40,78 +40,72 @@ void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox)
   memset(outbox, 0, sizeof(*outbox));
 }
 
-typedef struct keyed {
-  uint64_t id;
-  uint32_t handle;
-} keyed;
-
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending)
 {
-  aoi__free(a, pending->handles, sizeof(uint32_t) * pending->capacity);
+  aoi__free(a, pending->entries, sizeof(aoi__pending_entry) * pending->capacity);
+  aoi__free(a, pending->scratch,
+            sizeof(aoi__pending_entry) * pending->scratch_capacity);
   aoi__free(a, pending->ids, sizeof(uint64_t) * pending->ids_capacity);
-  aoi__free(a, pending->scratch, sizeof(uint32_t) * pending->scratch_capacity);
-  aoi__free(a, pending->keyed, sizeof(keyed) * pending->keyed_capacity);
   memset(pending, 0, sizeof(*pending));
 }
 
-static int compare_keyed(const void *a, const void *b)
+void aoi__pending_note(struct aoi_world *world, uint32_t handle)
 {
-  uint64_t x = ((const keyed *)a)->id, y = ((const keyed *)b)->id;
+  aoi__pending *p = &world->pending;
+  if (world->in_pending[handle])
+    return;
+  world->in_pending[handle] = 1;
+  p->entries[p->count++] = (aoi__pending_entry){world->host[handle].id, handle};
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+  uint64_t x = ((const aoi__pending_entry *)a)->id;
+  uint64_t y = ((const aoi__pending_entry *)b)->id;
   return (x > y) - (x < y);
 }
 
-int aoi__pending_sort(struct aoi_world *world)
+int aoi__pending_update(struct aoi_world *world)
 {
   const aoi_allocator *a = &world->allocator;
   aoi__pending *p = &world->pending;
-  /* Drop drained handles, keeping the sorted prefix sorted. */
-  uint32_t kept = 0, kept_sorted = 0;
-  for (uint32_t i = 0; i < p->count; i++) {
-    uint32_t h = p->handles[i];
-    if (world->outbox[h].count == 0) {
-      world->in_pending[h] = 0;
-      continue;
-    }
-    if (i < p->sorted)
-      kept_sorted++;
-    p->handles[kept++] = h;
-  }
-  p->count = kept;
-  p->sorted = kept_sorted;
-  uint32_t tail = p->count - p->sorted;
-  if (aoi__reserve(a, (void **)&p->ids, &p->ids_capacity, p->count + 1,
-                   sizeof(uint64_t)) != 0 ||
-      aoi__reserve(a, (void **)&p->scratch, &p->scratch_capacity,
-                   p->count + 1, sizeof(uint32_t)) != 0 ||
-      aoi__reserve(a, &p->keyed, &p->keyed_capacity, tail + 1,
-                   sizeof(keyed)) != 0)
+  if (aoi__reserve(a, (void **)&p->scratch, &p->scratch_capacity, p->count + 1,
+                   sizeof(aoi__pending_entry)) != 0 ||
+      aoi__reserve(a, (void **)&p->ids, &p->ids_capacity, p->count + 1,
+                   sizeof(uint64_t)) != 0)
     return AOI_ENOMEM;
-  if (tail > 0) {
-    keyed *sorted = p->keyed;
-    for (uint32_t i = 0; i < tail; i++) {
-      uint32_t h = p->handles[p->sorted + i];
-      sorted[i].id = world->host[h].id;
-      sorted[i].handle = h;
-    }
-    qsort(sorted, tail, sizeof(keyed), compare_keyed);
-    /* Merge the sorted prefix with the sorted tail into scratch. */
-    uint32_t i = 0, j = 0, n = 0;
-    while (i < p->sorted || j < tail) {
-      if (j == tail ||
-          (i < p->sorted && world->host[p->handles[i]].id < sorted[j].id))
-        p->scratch[n++] = p->handles[i++];
-      else
-        p->scratch[n++] = sorted[j++].handle;
-    }
-    uint32_t *swap = p->handles;
-    uint32_t swap_capacity = p->capacity;
-    p->handles = p->scratch;
-    p->capacity = p->scratch_capacity;
-    p->scratch = swap;
-    p->scratch_capacity = swap_capacity;
-    p->sorted = p->count;
+  /* Sort what was noted since the last call and merge it in: in steady
+     state nothing is new, and this is one pass with no sort. */
+  aoi__pending_entry *tail = p->entries + p->sorted;
+  uint32_t tail_count = p->count - p->sorted;
+  if (tail_count > 1)
+    qsort(tail, tail_count, sizeof(*tail), compare_entries);
+  uint32_t i = 0, j = 0, n = 0;
+  while (i < p->sorted || j < tail_count) {
+    aoi__pending_entry e;
+    if (j == tail_count || (i < p->sorted && p->entries[i].id <= tail[j].id))
+      e = p->entries[i++];
+    else
+      e = tail[j++];
+    /* Stale: removed, or the handle now belongs to another entity, or a
+       second entry for the same watcher (its handle came back). */
+    const aoi__host_entity *h = &world->host[e.handle];
+    if (!(h->flags & AOI__LIVE) || h->id != e.id || !world->in_pending[e.handle])
+      continue;
+    if (n > 0 && p->scratch[n - 1].id == e.id)
+      continue;
+    p->scratch[n++] = e;
   }
-  for (uint32_t i = 0; i < p->count; i++)
-    p->ids[i] = world->host[p->handles[i]].id;
+  aoi__pending_entry *swap = p->entries;
+  uint32_t swap_capacity = p->capacity;
+  p->entries = p->scratch;
+  p->capacity = p->scratch_capacity;
+  p->scratch = swap;
+  p->scratch_capacity = swap_capacity;
+  p->count = p->sorted = n;
+  p->ids_count = 0;
+  for (uint32_t k = 0; k < n; k++)
+    if (world->outbox[p->entries[k].handle].count > 0)
+      p->ids[p->ids_count++] = p->entries[k].id;
   return 0;
 }
