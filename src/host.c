@@ -353,8 +353,9 @@ int aoi_remove(aoi_world *w, uint64_t id)
     w->watchers--;
     if (e->radius == w->radius_high)
       w->radius_high_dirty = true;
-    /* A removed watcher's undrained events are dropped now. */
-    w->outbox[h].count = 0;
+    /* A removed watcher's undrained events are dropped now, with their
+       memory: the handle's next owner may need none. */
+    aoi__outbox_free(&w->allocator, &w->outbox[h]);
     w->in_pending[h] = 0; /* its pending entry, if any, is stale now */
   }
   w->limbo[w->limbo_count++] = h;

@@ -25,6 +25,19 @@ int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
     return 0;
   if (outbox->count > UINT32_MAX - count)
     return AOI_ENOMEM;
+  /* A drained outbox that once held a long backlog (a host that drained
+     late) gives the excess back, so memory follows the crowd, not the
+     worst backlog ever seen. If the shrink fails, it keeps what it had. */
+  if (outbox->count == 0 && outbox->capacity > 4 * count + 256) {
+    uint32_t capacity = 2 * count + 64;
+    aoi_event *smaller = aoi__realloc(a, outbox->events,
+                                      sizeof(aoi_event) * outbox->capacity,
+                                      sizeof(aoi_event) * capacity);
+    if (smaller != NULL) {
+      outbox->events = smaller;
+      outbox->capacity = capacity;
+    }
+  }
   int rc = aoi__reserve(a, (void **)&outbox->events, &outbox->capacity,
                         outbox->count + count, sizeof(aoi_event));
   if (rc != 0)
