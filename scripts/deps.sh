@@ -10,7 +10,7 @@ command -v cc >/dev/null 2>&1 || need="$need build-essential"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 packages="libck-dev libcmocka-dev"
-[ "${1:-}" = test ] && packages="$packages clang libclang-rt-dev"
+[ "${1:-}" = test ] && packages="$packages clang libclang-rt-dev libxml2-utils"
 for pkg in $packages; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
