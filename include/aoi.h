@@ -179,8 +179,10 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
  *    entity lost) but some watchers' views could not be recomputed: those
  *    watchers keep their previous view and get no events this tick, and
  *    their next successful tick's events take them from that view to the
- *    current one (enters, leaves and moves alike: nothing is lost or
- *    duplicated, only late). Until then, queries may answer from their
+ *    new one (enters, leaves and moves alike: nothing is lost or
+ *    duplicated, only late). The new view is computed from the view held,
+ *    so with hysteresis it may settle differently than if nothing had
+ *    failed, always within the visibility rules. Until then, queries may answer from their
  *    previous view, and a shard whose index could not be built answers
  *    circle and watcher queries as empty.
  * Either way the world stays consistent and usable.

@@ -509,9 +509,15 @@ int aoi_tick_end(aoi_world *w)
     w->chunk_pool = w->chunks_used[i];
   }
   w->chunks_used_count = 0;
-  for (uint32_t i = 0; i < w->limbo_count; i++)
-    w->free_handles[w->free_count++] = w->limbo[i];
-  w->limbo_count = 0;
+  /* Handles removed before this tick are free once no view can hold them:
+     after a tick that recomputed every view. A view held back by a failed
+     tick may still hold one, and a new entity under it would pass for the
+     old one, so those wait for a tick that succeeds. */
+  if (rc == 0) {
+    for (uint32_t i = 0; i < w->limbo_count; i++)
+      w->free_handles[w->free_count++] = w->limbo[i];
+    w->limbo_count = 0;
+  }
   w->last_ghost_reach = w->command.ghost_reach;
   for (unsigned s = 0; s < w->shard_count; s++) {
     w->shard_entities[s] = w->shards[s].count;

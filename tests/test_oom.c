@@ -1,0 +1,1708 @@
+/*
+ * test_oom.c: the out-of-memory group of "Never lose an event". A counting
+ * allocator fails the n-th allocation (or, in the "onward" runs, every
+ * allocation from the n-th until the failing call returns), for every n from
+ * 1 to the number of allocations a step makes when nothing fails, through
+ * world creation, adds that grow every host table, operations that need a
+ * new op chunk or a bigger op ring, ticks (plain, with many handoffs and
+ * teleports, with ghosts growing, with outboxes growing because nobody
+ * drained, the first tick of many new watchers, an id removed and respawned
+ * around a failed tick; through aoi_tick and aoi_tick_begin/end by turns),
+ * and the queries and aoi_pending, on several layouts of threads x shards.
+ *
+ * After each failure: the call must return exactly AOI_ENOMEM (calls that
+ * fail validation their own code, allocating nothing), and write no
+ * out-parameter; aoi__world_valid must hold; a failed operation is retried
+ * and a tick that did not start is ticked again. A call may absorb a failed
+ * allocation it can do without (an optional shrink) only if the run then
+ * ends exactly as the reference's. The world then runs more ticks and must
+ * converge on a reference world that never failed: the same stats, views,
+ * watchers and query answers, and the same client picture (every drained
+ * event applied to a per-watcher set: an enter must be new, a leave or move
+ * must find its entity, and each entry remembers which incarnation of its id
+ * it shows, so that a leave and an enter collapsed into a move is seen).
+ * Each live watcher's picture must also equal its own view, at current
+ * positions and incarnations. When no tick degraded, the drained events
+ * must equal the reference's byte for byte. With hysteresis, where views
+ * depend on their history, the worlds are held to the visibility bounds
+ * instead of the reference's views. Finally the world is destroyed: every
+ * byte it allocated must be freed, with the sizes given to free and realloc
+ * matching what was allocated (and LeakSanitizer or valgrind see the rest).
+ *
+ * Sampling: steps of at most 64 allocations are failed at every n. Larger
+ * steps are failed at the first 16, the last 4, and about 32 more spread
+ * evenly. AOI_OOM_STRIDE=k instead fails every k-th allocation of every step
+ * (plus the first and last); AOI_OOM_STRIDE=1 is exhaustive. AOI_OOM_ONLY
+ * names the tests to run (a cmocka filter); AOI_TEST_VERBOSE=1 prints what
+ * each scenario met.
+ *
+ * Only this thread calls cmocka's asserts; the allocator hooks, which the
+ * workers call too, only count with atomics.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aoi.h"
+#include "internal.h" /* aoi__world_valid */
+
+#define ALL UINT32_MAX
+#define WM (AOI_WATCHER | AOI_MARKER)
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_ID 2048u /* every scenario's ids are below this */
+#define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
+#define ONWARD LLONG_MAX /* a span: fail every allocation from n on */
+#define EXHAUSTIVE_UP_TO 64
+#define SAMPLES 32
+
+typedef struct layout {
+  unsigned threads, shards;
+} layout;
+
+static const layout every_layout[] = {{1, 1}, {1, 3}, {1, 8}, {2, 1}, {2, 3},
+                                      {2, 8}, {4, 1}, {4, 3}, {4, 8}};
+/* For the heavier steps: each thread count and each shard count once. */
+static const layout spread_layouts[] = {{1, 1}, {1, 8}, {2, 3}, {4, 1}, {4, 8}};
+/* For the "onward" reruns. */
+static const layout few_layouts[] = {{1, 1}, {2, 3}, {4, 8}};
+
+/* Names the run that a failure message comes from. */
+static char where[256];
+/* AOI_OOM_STRIDE; 0 = the default sampling. */
+static long long stride_env;
+
+/* ---- a counting, failing allocator ------------------------------------- */
+
+/* Each block carries its size in a header, so that a free or realloc with
+   another size than the block's is seen. */
+typedef union block_header {
+  size_t size;
+  max_align_t align;
+} block_header;
+
+typedef struct counter {
+  atomic_llong live_bytes, live_blocks;
+  atomic_llong attempts;              /* alloc and realloc calls */
+  atomic_llong fail_from, fail_until; /* attempts in [from, until) fail */
+  atomic_llong period;                /* or, if > 0, every period-th */
+  atomic_llong injected;              /* failures returned */
+  atomic_llong wrong_sizes, wrong_given, wrong_actual;
+} counter;
+
+static void counter_reset(counter *c)
+{
+  atomic_store(&c->live_bytes, 0);
+  atomic_store(&c->live_blocks, 0);
+  atomic_store(&c->attempts, 0);
+  atomic_store(&c->fail_from, 0);
+  atomic_store(&c->fail_until, 0);
+  atomic_store(&c->period, 0);
+  atomic_store(&c->injected, 0);
+  atomic_store(&c->wrong_sizes, 0);
+  atomic_store(&c->wrong_given, 0);
+  atomic_store(&c->wrong_actual, 0);
+}
+
+/* Fails the n-th attempt from now and the span - 1 after it. */
+static void counter_arm(counter *c, long long n, long long span)
+{
+  long long from = atomic_load(&c->attempts) + n;
+  atomic_store(&c->fail_until, span == ONWARD ? LLONG_MAX : from + span);
+  atomic_store(&c->fail_from, from);
+}
+
+/* Fails the n-th attempt from now and every period-th after it, until
+   disarmed. */
+static void counter_arm_every(counter *c, long long n, long long period)
+{
+  long long from = atomic_load(&c->attempts) + n;
+  atomic_store(&c->fail_until, LLONG_MAX);
+  atomic_store(&c->period, period);
+  atomic_store(&c->fail_from, from);
+}
+
+static void counter_disarm(counter *c)
+{
+  atomic_store(&c->fail_from, 0);
+}
+
+static bool counter_fails(counter *c)
+{
+  long long n = atomic_fetch_add(&c->attempts, 1) + 1;
+  long long from = atomic_load(&c->fail_from);
+  if (from == 0 || n < from || n >= atomic_load(&c->fail_until))
+    return false;
+  long long period = atomic_load(&c->period);
+  if (period > 0 && (n - from) % period != 0)
+    return false;
+  atomic_fetch_add(&c->injected, 1);
+  return true;
+}
+
+static void counter_wrong_size(counter *c, size_t given, size_t actual)
+{
+  atomic_fetch_add(&c->wrong_sizes, 1);
+  atomic_store(&c->wrong_given, (long long)given);
+  atomic_store(&c->wrong_actual, (long long)actual);
+}
+
+static void *counting_alloc(void *user, size_t size)
+{
+  counter *c = user;
+  if (counter_fails(c))
+    return NULL;
+  block_header *b = malloc(sizeof(block_header) + size);
+  if (b == NULL)
+    return NULL;
+  b->size = size;
+  atomic_fetch_add(&c->live_bytes, (long long)size);
+  atomic_fetch_add(&c->live_blocks, 1);
+  return b + 1;
+}
+
+static void *counting_realloc(void *user, void *ptr, size_t old_size,
+                              size_t new_size)
+{
+  counter *c = user;
+  if (counter_fails(c))
+    return NULL; /* the old block stays as it was */
+  block_header *old = (block_header *)ptr - 1;
+  if (old->size != old_size)
+    counter_wrong_size(c, old_size, old->size);
+  size_t had = old->size;
+  block_header *b = realloc(old, sizeof(block_header) + new_size);
+  if (b == NULL)
+    return NULL;
+  b->size = new_size;
+  atomic_fetch_add(&c->live_bytes, (long long)new_size - (long long)had);
+  return b + 1;
+}
+
+static void counting_free(void *user, void *ptr, size_t size)
+{
+  counter *c = user;
+  if (ptr == NULL)
+    return;
+  block_header *b = (block_header *)ptr - 1;
+  if (b->size != size)
+    counter_wrong_size(c, size, b->size);
+  atomic_fetch_sub(&c->live_bytes, (long long)b->size);
+  atomic_fetch_sub(&c->live_blocks, 1);
+  free(b);
+}
+
+static void expect_all_freed(counter *c)
+{
+  if (atomic_load(&c->live_blocks) != 0 || atomic_load(&c->live_bytes) != 0)
+    fail_msg("%s: %lld blocks (%lld bytes) not freed", where,
+             (long long)atomic_load(&c->live_blocks),
+             (long long)atomic_load(&c->live_bytes));
+  if (atomic_load(&c->wrong_sizes) != 0)
+    fail_msg("%s: %lld frees or reallocs gave a wrong size, the last %lld "
+             "for a block of %lld bytes",
+             where, (long long)atomic_load(&c->wrong_sizes),
+             (long long)atomic_load(&c->wrong_given),
+             (long long)atomic_load(&c->wrong_actual));
+}
+
+/* Which n to fail, of `needed`, on the layout of index `li`. */
+static bool sampled(long long n, long long needed, size_t li)
+{
+  if (n == 1 || n == needed || stride_env == 1)
+    return true;
+  if (stride_env > 1)
+    return (n + (long long)li) % stride_env == 0;
+  if (needed <= EXHAUSTIVE_UP_TO || n <= 16 || n > needed - 4)
+    return true;
+  long long stride = (needed + SAMPLES - 1) / SAMPLES;
+  return (n + (long long)li) % stride == 0;
+}
+
+/* ---- deterministic positions -------------------------------------------- */
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+  uint64_t z = a * UINT64_C(0x9e3779b97f4a7c15) +
+               b * UINT64_C(0xbf58476d1ce4e5b9) + UINT64_C(0x94d049bb133111eb);
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* A value in [lo, hi) on a 1/64 grid, from (id, salt). */
+static float pick(uint64_t id, uint64_t salt, float lo, float hi)
+{
+  uint64_t steps = (uint64_t)((hi - lo) * 64);
+  return lo + (float)(mix(id, salt) % steps) / 64.0f;
+}
+
+/* ---- events and the client picture -------------------------------------- */
+
+typedef struct record {
+  uint64_t watcher;
+  aoi_event event;
+} record;
+
+typedef struct records {
+  record *items;
+  size_t count, capacity;
+} records;
+
+static void records_push(records *r, uint64_t watcher, const aoi_event *e)
+{
+  if (r->count == r->capacity) {
+    r->capacity = r->capacity ? r->capacity * 2 : 1024;
+    r->items = realloc(r->items, sizeof(record) * r->capacity);
+    assert_non_null(r->items);
+  }
+  r->items[r->count].watcher = watcher;
+  r->items[r->count].event = *e;
+  r->count++;
+}
+
+static const char *kind_name(uint32_t kind)
+{
+  return kind == AOI_LEAVE   ? "leave"
+         : kind == AOI_ENTER ? "enter"
+         : kind == AOI_MOVE  ? "move"
+                             : "?";
+}
+
+static bool record_equal(const record *a, const record *b)
+{
+  return a->watcher == b->watcher && a->event.id == b->event.id &&
+         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
+         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
+         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
+}
+
+/* One entity in a watcher's picture: where it was last told to be, and the
+   tick that added the incarnation of the id it shows. */
+typedef struct seen {
+  uint64_t id, born;
+  float x, y;
+} seen;
+
+typedef struct seen_list {
+  seen *items;
+  uint32_t count, capacity;
+} seen_list;
+
+/* The last ticks that added each id (a tiny ring, newest last). */
+#define BORN_HISTORY 4
+typedef struct born_list {
+  uint64_t tick[BORN_HISTORY];
+  unsigned count;
+} born_list;
+
+/* ---- a world and what its host knows ------------------------------------ */
+
+typedef struct side {
+  aoi_world *w;
+  counter *c;      /* NULL: the reference, which never fails */
+  counter counter; /* c, when counting: it must outlive the world */
+  uint64_t tick;   /* ticks completed */
+  bool recording;  /* drained events go to `log` */
+  bool split;      /* ticks through aoi_tick_begin / poll / end */
+  records log;
+  unsigned flags[MAX_ID]; /* 0 = not live */
+  float x[MAX_ID], y[MAX_ID], radius[MAX_ID];
+  uint32_t layers[MAX_ID], interest[MAX_ID];
+  float hysteresis;
+  born_list born[MAX_ID];
+  seen_list picture[MAX_ID]; /* by watcher */
+  /* AOI_ENOMEM returns: all of them, ticks that did not start, ticks that
+     did but degraded, queries and aoi_pending */
+  int enomem, not_started, degraded, query_failures;
+  int absorbed; /* calls that succeeded although an allocation failed */
+  int retries;  /* AOI_ENOMEM returns: a bound, for periodic failures */
+} side;
+
+/* The sides open now, so that a test that fails half-way still destroys its
+   worlds (in its teardown) and LeakSanitizer sees only real leaks. */
+static side *open_sides[4];
+
+static side *side_open(layout l, bool counting, float hysteresis)
+{
+  side *s = calloc(1, sizeof(*s));
+  assert_non_null(s);
+  size_t slot = 0;
+  while (slot < COUNT_OF(open_sides) && open_sides[slot] != NULL)
+    slot++;
+  assert_true(slot < COUNT_OF(open_sides));
+  open_sides[slot] = s;
+  counter *c = NULL;
+  if (counting) {
+    c = &s->counter;
+    counter_reset(c);
+  }
+  s->c = c;
+  s->hysteresis = hysteresis;
+  aoi_allocator hooks = {counting_alloc, counting_realloc, counting_free, c};
+  aoi_config config;
+  aoi_config_default(&config);
+  config.threads = l.threads;
+  config.shards = l.shards;
+  config.max_x = 1000;
+  config.max_y = 1000;
+  config.max_radius = 120;
+  config.hysteresis = hysteresis;
+  config.allocator = c != NULL ? &hooks : NULL;
+  int rc = aoi_create(&config, &s->w);
+  if (rc != 0)
+    fail_msg("%s: aoi_create: %s", where, aoi_strerror(rc));
+  return s;
+}
+
+static void side_free(side *s)
+{
+  for (size_t i = 0; i < COUNT_OF(open_sides); i++)
+    if (open_sides[i] == s)
+      open_sides[i] = NULL;
+  aoi_destroy(s->w);
+  for (unsigned i = 0; i < MAX_ID; i++)
+    free(s->picture[i].items);
+  free(s->log.items);
+  free(s);
+}
+
+/* Destroys the world, which must give back every byte it allocated. */
+static void side_close(side *s)
+{
+  aoi_destroy(s->w);
+  s->w = NULL;
+  if (s->c != NULL)
+    expect_all_freed(s->c);
+  side_free(s);
+}
+
+static int close_open_sides(void **state)
+{
+  (void)state;
+  for (size_t i = 0; i < COUNT_OF(open_sides); i++)
+    if (open_sides[i] != NULL)
+      side_free(open_sides[i]);
+  return 0;
+}
+
+static long long injected(const side *s)
+{
+  return s->c != NULL ? atomic_load(&s->c->injected) : 0;
+}
+
+static long long attempts(const side *s)
+{
+  return s->c != NULL ? atomic_load(&s->c->attempts) : 0;
+}
+
+/* Checks a call's result against the failures injected since `before`:
+   AOI_ENOMEM needs a failed allocation, and a failed allocation makes the
+   call return AOI_ENOMEM, unless the call could do without it (an optional
+   shrink): it is then "absorbed", and the run must end exactly as the
+   reference did. On AOI_ENOMEM the world must be consistent; memory then
+   comes back and this returns true (the caller retries). */
+static bool failed_oom(side *s, const char *call, int rc, long long before)
+{
+  long long now = injected(s);
+  if (now > before && rc != AOI_ENOMEM) {
+    if (rc != 0)
+      fail_msg("%s: an allocation failed inside %s, which returned %d (%s)",
+               where, call, rc, aoi_strerror(rc));
+    s->absorbed++;
+  }
+  if (rc != AOI_ENOMEM)
+    return false;
+  if (now == before)
+    fail_msg("%s: %s returned AOI_ENOMEM, but no allocation failed", where,
+             call);
+  s->enomem++;
+  if (atomic_load(&s->c->period) == 0)
+    counter_disarm(s->c);
+  if (++s->retries > 10000)
+    fail_msg("%s: %s keeps failing", where, call);
+  if (!aoi__world_valid(s->w))
+    fail_msg("%s: the world is inconsistent after %s failed", where, call);
+  return true;
+}
+
+/* Whether `id` is live, as aoi_view tells without writing anything. */
+static bool is_live(side *s, uint64_t id)
+{
+  size_t n = 777;
+  int rc = aoi_view(s->w, id, NULL, 0, &n);
+  if (rc != 0 && rc != AOI_ENOENT)
+    fail_msg("%s: aoi_view(%llu): %s", where, (unsigned long long)id,
+             aoi_strerror(rc));
+  return rc == 0;
+}
+
+/* ---- operations, each retried after AOI_ENOMEM -------------------------- */
+
+static void s_add(side *s, uint64_t id, float x, float y, float radius,
+                  unsigned flags, uint32_t layers, uint32_t interest)
+{
+  assert_true(id < MAX_ID && s->flags[id] == 0);
+  for (;;) {
+    long long before = injected(s);
+    int rc = aoi_add(s->w, id, x, y, radius, flags, layers, interest);
+    if (failed_oom(s, "aoi_add", rc, before)) {
+      if (is_live(s, id))
+        fail_msg("%s: aoi_add(%llu) failed, yet the id is live", where,
+                 (unsigned long long)id);
+      continue;
+    }
+    if (rc != 0)
+      fail_msg("%s: aoi_add(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    break;
+  }
+  s->flags[id] = flags;
+  s->x[id] = x;
+  s->y[id] = y;
+  s->radius[id] = radius;
+  s->layers[id] = layers;
+  s->interest[id] = interest;
+  born_list *b = &s->born[id];
+  if (b->count == BORN_HISTORY) {
+    memmove(b->tick, b->tick + 1, sizeof(uint64_t) * (BORN_HISTORY - 1));
+    b->count--;
+  }
+  b->tick[b->count++] = s->tick + 1;
+}
+
+static void s_move(side *s, uint64_t id, float x, float y)
+{
+  assert_true(id < MAX_ID && s->flags[id] != 0);
+  for (;;) {
+    long long before = injected(s);
+    int rc = aoi_move(s->w, id, x, y);
+    if (failed_oom(s, "aoi_move", rc, before))
+      continue;
+    if (rc != 0)
+      fail_msg("%s: aoi_move(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    break;
+  }
+  s->x[id] = x;
+  s->y[id] = y;
+}
+
+static void s_radius(side *s, uint64_t id, float radius)
+{
+  assert_true(id < MAX_ID && s->flags[id] != 0);
+  for (;;) {
+    long long before = injected(s);
+    int rc = aoi_set_radius(s->w, id, radius);
+    if (failed_oom(s, "aoi_set_radius", rc, before))
+      continue;
+    if (rc != 0)
+      fail_msg("%s: aoi_set_radius(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    break;
+  }
+  s->radius[id] = radius;
+}
+
+static void s_layers(side *s, uint64_t id, uint32_t layers, uint32_t interest)
+{
+  assert_true(id < MAX_ID && s->flags[id] != 0);
+  for (;;) {
+    long long before = injected(s);
+    int rc = aoi_set_layers(s->w, id, layers, interest);
+    if (failed_oom(s, "aoi_set_layers", rc, before))
+      continue;
+    if (rc != 0)
+      fail_msg("%s: aoi_set_layers(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    break;
+  }
+  s->layers[id] = layers;
+  s->interest[id] = interest;
+}
+
+static void s_remove(side *s, uint64_t id)
+{
+  assert_true(id < MAX_ID && s->flags[id] != 0);
+  for (;;) {
+    long long before = injected(s);
+    int rc = aoi_remove(s->w, id);
+    if (failed_oom(s, "aoi_remove", rc, before)) {
+      if (!is_live(s, id))
+        fail_msg("%s: aoi_remove(%llu) failed, yet the id is gone", where,
+                 (unsigned long long)id);
+      continue;
+    }
+    if (rc != 0)
+      fail_msg("%s: aoi_remove(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    break;
+  }
+  /* A removed watcher's client is gone; its undrained events with it. */
+  if (s->flags[id] & AOI_WATCHER)
+    s->picture[id].count = 0;
+  s->flags[id] = 0;
+}
+
+/* A call that must fail validation with `want`, allocating nothing, even
+   while allocations fail. */
+static void expect_code(side *s, const char *call, int rc, int want,
+                        long long attempts_before)
+{
+  if (rc != want)
+    fail_msg("%s: %s returned %d (%s), %d (%s) expected", where, call, rc,
+             aoi_strerror(rc), want, aoi_strerror(want));
+  if (attempts(s) != attempts_before)
+    fail_msg("%s: %s allocated", where, call);
+}
+
+/* Operations that fail validation: none may allocate or change anything. */
+static void s_invalid_ops(side *s, uint64_t live, uint64_t dead)
+{
+  long long a = attempts(s);
+  expect_code(s, "aoi_add of a live id",
+              aoi_add(s->w, live, 1, 1, 1, WM, ALL, ALL), AOI_EEXIST, a);
+  expect_code(s, "aoi_add with no flags",
+              aoi_add(s->w, dead, 1, 1, 1, 0, ALL, ALL), AOI_EFLAGS, a);
+  expect_code(s, "aoi_add at NaN", aoi_add(s->w, dead, NAN, 1, 1, WM, ALL, ALL),
+              AOI_ECOORD, a);
+  expect_code(s, "aoi_add beyond max_radius",
+              aoi_add(s->w, dead, 1, 1, 121, WM, ALL, ALL), AOI_ERADIUS, a);
+  expect_code(s, "aoi_move of a dead id", aoi_move(s->w, dead, 1, 1),
+              AOI_ENOENT, a);
+  expect_code(s, "aoi_set_radius of a dead id", aoi_set_radius(s->w, dead, 1),
+              AOI_ENOENT, a);
+  expect_code(s, "aoi_set_radius beyond max_radius",
+              aoi_set_radius(s->w, live, 500), AOI_ERADIUS, a);
+  expect_code(s, "aoi_set_layers of a dead id",
+              aoi_set_layers(s->w, dead, 1, 1), AOI_ENOENT, a);
+  expect_code(s, "aoi_remove of a dead id", aoi_remove(s->w, dead), AOI_ENOENT,
+              a);
+  expect_code(s, "aoi_move to infinity", aoi_move(s->w, live, INFINITY, 1),
+              AOI_ECOORD, a);
+}
+
+/* ---- ticks, drains and queries ------------------------------------------ */
+
+static void s_tick(side *s)
+{
+  for (;;) {
+    long long before = injected(s);
+    const char *call = "aoi_tick";
+    int rc;
+    if (s->split) {
+      call = "aoi_tick_begin";
+      rc = aoi_tick_begin(s->w);
+      if (rc == 0) {
+        int done;
+        for (int polls = 0; (done = aoi_tick_poll(s->w)) == 0 && polls < 4;
+             polls++)
+          sched_yield();
+        if (done != 0 && done != 1)
+          fail_msg("%s: aoi_tick_poll returned %d", where, done);
+        call = "aoi_tick_end";
+        rc = aoi_tick_end(s->w);
+      }
+    } else {
+      rc = aoi_tick(s->w);
+    }
+    aoi_stats st;
+    assert_int_equal(aoi_stats_get(s->w, &st), 0);
+    if (failed_oom(s, call, rc, before)) {
+      if (st.tick == s->tick) {
+        /* Not started: the operations stay queued for the next tick. */
+        if (strcmp(call, "aoi_tick_end") == 0)
+          fail_msg("%s: aoi_tick_end failed and the tick did not advance",
+                   where);
+        s->not_started++;
+        continue;
+      }
+      if (st.tick != s->tick + 1 || strcmp(call, "aoi_tick_begin") == 0)
+        fail_msg("%s: %s failed and the tick went from %llu to %llu", where,
+                 call, (unsigned long long)s->tick,
+                 (unsigned long long)st.tick);
+      s->degraded++;
+      s->tick = st.tick;
+      return;
+    }
+    if (rc != 0)
+      fail_msg("%s: %s: %s", where, call, aoi_strerror(rc));
+    if (st.tick != s->tick + 1)
+      fail_msg("%s: %s succeeded and the tick went from %llu to %llu", where,
+               call, (unsigned long long)s->tick, (unsigned long long)st.tick);
+    s->tick = st.tick;
+    return;
+  }
+}
+
+/* The tick that added the incarnation of `id` that was live at `tick`. */
+static uint64_t born_at(const side *s, uint64_t id, uint64_t tick)
+{
+  const born_list *b = &s->born[id];
+  for (unsigned i = b->count; i > 0; i--)
+    if (b->tick[i - 1] <= tick)
+      return b->tick[i - 1];
+  fail_msg("%s: an event of tick %llu names %llu, not added by then", where,
+           (unsigned long long)tick, (unsigned long long)id);
+  return 0;
+}
+
+static uint32_t seen_find(const seen_list *l, uint64_t id, bool *found)
+{
+  uint32_t lo = 0, hi = l->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (l->items[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = lo < l->count && l->items[lo].id == id;
+  return lo;
+}
+
+static void picture_apply(side *s, uint64_t watcher, const aoi_event *e)
+{
+  if (e->id >= MAX_ID)
+    fail_msg("%s: watcher %llu got an event for unknown id %llu", where,
+             (unsigned long long)watcher, (unsigned long long)e->id);
+  seen_list *l = &s->picture[watcher];
+  bool have;
+  uint32_t at = seen_find(l, e->id, &have);
+  switch (e->kind) {
+  case AOI_ENTER:
+    if (have)
+      fail_msg("%s: watcher %llu: enter %llu (tick %u), which it already "
+               "sees",
+               where, (unsigned long long)watcher, (unsigned long long)e->id,
+               e->tick);
+    if (l->count == l->capacity) {
+      l->capacity = l->capacity ? l->capacity * 2 : 16;
+      l->items = realloc(l->items, sizeof(seen) * l->capacity);
+      assert_non_null(l->items);
+    }
+    memmove(l->items + at + 1, l->items + at, sizeof(seen) * (l->count - at));
+    l->items[at] = (seen){e->id, born_at(s, e->id, e->tick), e->x, e->y};
+    l->count++;
+    break;
+  case AOI_LEAVE:
+    if (!have)
+      fail_msg("%s: watcher %llu: leave %llu (tick %u), which it does not "
+               "see",
+               where, (unsigned long long)watcher, (unsigned long long)e->id,
+               e->tick);
+    memmove(l->items + at, l->items + at + 1,
+            sizeof(seen) * (l->count - at - 1));
+    l->count--;
+    break;
+  case AOI_MOVE:
+    if (!have)
+      fail_msg("%s: watcher %llu: move %llu (tick %u), which it does not see",
+               where, (unsigned long long)watcher, (unsigned long long)e->id,
+               e->tick);
+    l->items[at].x = e->x;
+    l->items[at].y = e->y;
+    break;
+  default:
+    fail_msg("%s: watcher %llu: event of kind %u", where,
+             (unsigned long long)watcher, e->kind);
+  }
+}
+
+static const uint64_t sentinel_ids[1] = {SENTINEL};
+
+/* Drains every pending watcher into the picture (and the log). */
+static void s_drain(side *s)
+{
+  const uint64_t *ids;
+  size_t n;
+  for (;;) {
+    ids = sentinel_ids;
+    n = 777;
+    long long before = injected(s);
+    int rc = aoi_pending(s->w, &ids, &n);
+    if (failed_oom(s, "aoi_pending", rc, before)) {
+      if (ids != sentinel_ids || n != 777)
+        fail_msg("%s: aoi_pending failed and wrote its out-parameters", where);
+      s->query_failures++;
+      continue;
+    }
+    if (rc != 0)
+      fail_msg("%s: aoi_pending: %s", where, aoi_strerror(rc));
+    break;
+  }
+  long long a = attempts(s);
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && ids[i - 1] >= ids[i])
+      fail_msg("%s: aoi_pending is not ascending", where);
+    if (ids[i] >= MAX_ID || !(s->flags[ids[i]] & AOI_WATCHER))
+      fail_msg("%s: aoi_pending names %llu, not a live watcher", where,
+               (unsigned long long)ids[i]);
+    const aoi_event *events;
+    size_t count;
+    int rc = aoi_drain(s->w, ids[i], &events, &count);
+    if (rc != 0)
+      fail_msg("%s: aoi_drain(%llu): %s", where, (unsigned long long)ids[i],
+               aoi_strerror(rc));
+    if (count == 0)
+      fail_msg("%s: pending watcher %llu had no events", where,
+               (unsigned long long)ids[i]);
+    for (size_t j = 0; j < count; j++) {
+      picture_apply(s, ids[i], &events[j]);
+      if (s->recording)
+        records_push(&s->log, ids[i], &events[j]);
+    }
+  }
+  if (attempts(s) != a)
+    fail_msg("%s: aoi_drain allocated", where);
+}
+
+typedef struct answer {
+  uint64_t ids[MAX_ID];
+  size_t count;
+} answer;
+
+static void answer_clear(answer *a)
+{
+  for (size_t i = 0; i < MAX_ID; i++)
+    a->ids[i] = SENTINEL;
+  a->count = 777;
+}
+
+static void expect_untouched(const answer *a, const char *call)
+{
+  if (a->count != 777)
+    fail_msg("%s: %s failed and wrote its count", where, call);
+  for (size_t i = 0; i < MAX_ID; i++)
+    if (a->ids[i] != SENTINEL)
+      fail_msg("%s: %s failed and wrote ids", where, call);
+}
+
+static void s_circle(side *s, float x, float y, float radius, uint32_t mask,
+                     answer *a)
+{
+  for (;;) {
+    answer_clear(a);
+    long long before = injected(s);
+    int rc =
+        aoi_query_circle(s->w, x, y, radius, mask, a->ids, MAX_ID, &a->count);
+    if (failed_oom(s, "aoi_query_circle", rc, before)) {
+      expect_untouched(a, "aoi_query_circle");
+      s->query_failures++;
+      continue;
+    }
+    if (rc != 0)
+      fail_msg("%s: aoi_query_circle: %s", where, aoi_strerror(rc));
+    return;
+  }
+}
+
+static int s_watchers_of(side *s, uint64_t id, answer *a)
+{
+  for (;;) {
+    answer_clear(a);
+    long long before = injected(s);
+    int rc = aoi_watchers_of(s->w, id, a->ids, MAX_ID, &a->count);
+    if (failed_oom(s, "aoi_watchers_of", rc, before)) {
+      expect_untouched(a, "aoi_watchers_of");
+      s->query_failures++;
+      continue;
+    }
+    if (rc != 0 && rc != AOI_ENOENT)
+      fail_msg("%s: aoi_watchers_of(%llu): %s", where, (unsigned long long)id,
+               aoi_strerror(rc));
+    return rc;
+  }
+}
+
+/* aoi_view never allocates. */
+static int s_view(side *s, uint64_t id, answer *a)
+{
+  answer_clear(a);
+  long long before = attempts(s);
+  int rc = aoi_view(s->w, id, a->ids, MAX_ID, &a->count);
+  if (attempts(s) != before)
+    fail_msg("%s: aoi_view allocated", where);
+  if (rc != 0 && rc != AOI_ENOENT)
+    fail_msg("%s: aoi_view(%llu): %s", where, (unsigned long long)id,
+             aoi_strerror(rc));
+  return rc;
+}
+
+/* ---- convergence -------------------------------------------------------- */
+
+/* The same for both sides: drain what the step left, move some, tick
+   twice. */
+static void converge(side *s, uint64_t max_id)
+{
+  s_drain(s);
+  for (uint64_t id = 1; id < max_id; id++)
+    if (s->flags[id] != 0 && id % 5 == 0)
+      s_move(s, id, s->x[id] + 3.25f, s->y[id] - 2.5f);
+  s_tick(s);
+  s_drain(s);
+  s_tick(s);
+  s_drain(s);
+}
+
+static void expect_same_ids(const answer *got, const answer *want,
+                            const char *what, uint64_t id)
+{
+  bool same = got->count == want->count;
+  for (size_t i = 0; same && i < want->count && i < MAX_ID; i++)
+    same = got->ids[i] == want->ids[i];
+  if (same)
+    return;
+  print_message("%s of %llu: %zu ids, the reference %zu\n", what,
+                (unsigned long long)id, got->count, want->count);
+  for (size_t i = 0; i < got->count && i < MAX_ID; i++)
+    if (i >= want->count || got->ids[i] != want->ids[i]) {
+      print_message("  first difference at %zu: %llu, reference %llu\n", i,
+                    (unsigned long long)got->ids[i],
+                    i < want->count ? (unsigned long long)want->ids[i] : 0ull);
+      break;
+    }
+  fail_msg("%s: %s of %llu differs from the reference", where, what,
+           (unsigned long long)id);
+}
+
+static void expect_same_picture(const side *s, const side *ref)
+{
+  for (uint64_t w = 0; w < MAX_ID; w++) {
+    const seen_list *g = &s->picture[w], *r = &ref->picture[w];
+    for (uint32_t i = 0; i < g->count || i < r->count; i++) {
+      const seen *a = i < g->count ? &g->items[i] : NULL;
+      const seen *b = i < r->count ? &r->items[i] : NULL;
+      if (a != NULL && b != NULL && a->id == b->id && a->born == b->born &&
+          memcmp(&a->x, &b->x, sizeof(float)) == 0 &&
+          memcmp(&a->y, &b->y, sizeof(float)) == 0)
+        continue;
+      if (a != NULL)
+        print_message("watcher %llu sees %llu (added at tick %llu) at "
+                      "(%.9g, %.9g)\n",
+                      (unsigned long long)w, (unsigned long long)a->id,
+                      (unsigned long long)a->born, (double)a->x, (double)a->y);
+      if (b != NULL)
+        print_message("the reference's %llu sees %llu (added at tick %llu) "
+                      "at (%.9g, %.9g)\n",
+                      (unsigned long long)w, (unsigned long long)b->id,
+                      (unsigned long long)b->born, (double)b->x, (double)b->y);
+      fail_msg("%s: watcher %llu's client picture differs from the "
+               "reference's",
+               where, (unsigned long long)w);
+    }
+  }
+}
+
+static void expect_same_log(const side *s, const side *ref)
+{
+  size_t n = s->log.count < ref->log.count ? s->log.count : ref->log.count;
+  for (size_t i = 0; i <= n; i++) {
+    if (i == n && s->log.count == ref->log.count)
+      return;
+    if (i < n && record_equal(&s->log.items[i], &ref->log.items[i]))
+      continue;
+    print_message("%zu events drained, the reference %zu; first "
+                  "difference at %zu\n",
+                  s->log.count, ref->log.count, i);
+    for (int k = 0; k < 2; k++) {
+      const records *r = k == 0 ? &s->log : &ref->log;
+      if (i < r->count)
+        print_message("  %s: %llu %s %llu %.9g %.9g tick %u\n",
+                      k == 0 ? "got" : "reference",
+                      (unsigned long long)r->items[i].watcher,
+                      kind_name(r->items[i].event.kind),
+                      (unsigned long long)r->items[i].event.id,
+                      (double)r->items[i].event.x, (double)r->items[i].event.y,
+                      r->items[i].event.tick);
+    }
+    fail_msg("%s: the drained events differ from the reference's", where);
+  }
+}
+
+/* What every world must show after a successful tick, failures or not: each
+   live watcher's client picture holds exactly its view, at the entities'
+   current positions and in their current incarnations, and nobody else has
+   a picture. */
+static void expect_self_consistent(side *s, uint64_t max_id)
+{
+  static answer view;
+  for (uint64_t w = 0; w < max_id; w++) {
+    const seen_list *l = &s->picture[w];
+    if (!(s->flags[w] & AOI_WATCHER)) {
+      if (l->count != 0)
+        fail_msg("%s: %llu is no live watcher, yet its client sees %u "
+                 "entities",
+                 where, (unsigned long long)w, l->count);
+      continue;
+    }
+    if (s_view(s, w, &view) != 0)
+      fail_msg("%s: aoi_view(%llu) of a live watcher failed", where,
+               (unsigned long long)w);
+    bool same = view.count == l->count;
+    for (uint32_t i = 0; same && i < l->count; i++)
+      same = view.ids[i] == l->items[i].id;
+    if (!same)
+      fail_msg("%s: watcher %llu's view holds %zu entities, its client "
+               "picture %u",
+               where, (unsigned long long)w, view.count, l->count);
+    for (uint32_t i = 0; i < l->count; i++) {
+      const seen *e = &l->items[i];
+      const born_list *b = &s->born[e->id];
+      if (s->flags[e->id] == 0 || e->x != s->x[e->id] || e->y != s->y[e->id] ||
+          b->count == 0 || e->born != b->tick[b->count - 1])
+        fail_msg("%s: watcher %llu's client sees %llu (added at tick %llu) "
+                 "at (%.9g, %.9g); it is %s, added at tick %llu, at "
+                 "(%.9g, %.9g)",
+                 where, (unsigned long long)w, (unsigned long long)e->id,
+                 (unsigned long long)e->born, (double)e->x, (double)e->y,
+                 s->flags[e->id] ? "live" : "gone",
+                 b->count ? (unsigned long long)b->tick[b->count - 1] : 0ull,
+                 (double)s->x[e->id], (double)s->y[e->id]);
+    }
+  }
+}
+
+/* With hysteresis a view depends on its history, and a watcher that kept
+   its view through a failed tick may rightly differ from one that never
+   failed. What must hold either way (circles): every marker within the
+   radius is seen, and nothing seen is beyond the radius plus hysteresis. */
+static void expect_views_in_reach(side *s, uint64_t max_id)
+{
+  static answer view;
+  static bool in_view[MAX_ID];
+  for (uint64_t w = 1; w < max_id; w++) {
+    if (!(s->flags[w] & AOI_WATCHER))
+      continue;
+    assert_int_equal(s_view(s, w, &view), 0);
+    memset(in_view, 0, sizeof(in_view));
+    for (size_t i = 0; i < view.count; i++)
+      in_view[view.ids[i]] = true;
+    double r = s->radius[w], outer = r + (double)s->hysteresis;
+    for (uint64_t b = 1; b < max_id; b++) {
+      bool can = b != w && (s->flags[b] & AOI_MARKER) &&
+                 (s->interest[w] & s->layers[b]) != 0;
+      double dx = (double)s->x[b] - (double)s->x[w];
+      double dy = (double)s->y[b] - (double)s->y[w];
+      double d2 = dx * dx + dy * dy;
+      if (can && d2 <= r * r && !in_view[b])
+        fail_msg("%s: watcher %llu does not see %llu, within its radius", where,
+                 (unsigned long long)w, (unsigned long long)b);
+      if (in_view[b] && (!can || d2 > outer * outer))
+        fail_msg("%s: watcher %llu sees %llu, which it cannot", where,
+                 (unsigned long long)w, (unsigned long long)b);
+    }
+  }
+}
+
+/* `s` (after its failure and convergence) against the reference. */
+static void expect_converged(side *s, side *ref, uint64_t max_id)
+{
+  if (!aoi__world_valid(s->w))
+    fail_msg("%s: the world is inconsistent after converging", where);
+  aoi_stats a, b;
+  assert_int_equal(aoi_stats_get(s->w, &a), 0);
+  assert_int_equal(aoi_stats_get(ref->w, &b), 0);
+  if (a.tick != b.tick || a.entities != b.entities || a.watchers != b.watchers)
+    fail_msg("%s: stats (tick %llu, %llu entities, %llu watchers) differ "
+             "from the reference's (%llu, %llu, %llu)",
+             where, (unsigned long long)a.tick, (unsigned long long)a.entities,
+             (unsigned long long)a.watchers, (unsigned long long)b.tick,
+             (unsigned long long)b.entities, (unsigned long long)b.watchers);
+  expect_self_consistent(s, max_id);
+  if (s->hysteresis > 0) {
+    expect_views_in_reach(s, max_id);
+    return;
+  }
+  static answer got, want;
+  for (uint64_t id = 0; id < max_id; id++) {
+    int rg = s_view(s, id, &got), rw = s_view(ref, id, &want);
+    if (rg != rw)
+      fail_msg("%s: aoi_view(%llu) returned %d, the reference %d", where,
+               (unsigned long long)id, rg, rw);
+    if (rg == 0)
+      expect_same_ids(&got, &want, "the view", id);
+    rg = s_watchers_of(s, id, &got);
+    rw = s_watchers_of(ref, id, &want);
+    if (rg != rw)
+      fail_msg("%s: aoi_watchers_of(%llu) returned %d, the reference %d", where,
+               (unsigned long long)id, rg, rw);
+    if (rg == 0)
+      expect_same_ids(&got, &want, "the watchers", id);
+  }
+  for (int i = 0; i < 10; i++) {
+    float x = i == 9 ? 500 : 100 + 400 * (float)(i % 3);
+    float y = i == 9 ? 500 : 100 + 400 * (float)(i / 3);
+    float r = i == 9 ? 2000 : 150;
+    uint32_t mask = i % 2 ? ALL : 2;
+    s_circle(s, x, y, r, mask, &got);
+    s_circle(ref, x, y, r, mask, &want);
+    expect_same_ids(&got, &want, "a circle query", (uint64_t)i);
+  }
+  expect_same_picture(s, ref);
+  if (s->degraded == 0)
+    expect_same_log(s, ref); /* failures retried or absorbed: exact */
+}
+
+/* ---- the driver --------------------------------------------------------- */
+
+typedef struct scenario {
+  const char *name;
+  uint64_t max_id;        /* ids are below this */
+  void (*setup)(side *s); /* brings a world to the step, never failing */
+  void (*step)(side *s);  /* what is failed at every allocation */
+  float hysteresis;
+} scenario;
+
+typedef struct tally {
+  long long runs, op_failures, not_started, degraded, query_failures;
+  long long absorbed, abandoned;
+} tally;
+
+/* How allocations fail in a run: from the n-th, `span` of them (ONWARD:
+   all until the failing call returns); or, when `period` > 0, the n-th and
+   every period-th after it until the step ends, for each n up to period. */
+typedef struct failure_mode {
+  long long span, period;
+} failure_mode;
+
+static const failure_mode once = {1, 0}, onward = {ONWARD, 0};
+
+static void run_scenario(const scenario *sc, const layout *layouts,
+                         size_t layout_count, failure_mode mode)
+{
+  const char *mode_name = mode.period > 0       ? " every k-th"
+                          : mode.span == ONWARD ? " onward"
+                                                : "";
+  tally t = {0};
+  clock_t cpu = clock();
+  for (size_t li = 0; li < layout_count; li++) {
+    layout l = layouts[li];
+    snprintf(where, sizeof(where), "%s, threads %u shards %u, reference",
+             sc->name, l.threads, l.shards);
+    side *ref = side_open(l, false, sc->hysteresis);
+    sc->setup(ref);
+    ref->recording = true;
+    sc->step(ref);
+    converge(ref, sc->max_id);
+    expect_self_consistent(ref, sc->max_id);
+    if (sc->hysteresis > 0)
+      expect_views_in_reach(ref, sc->max_id);
+
+    /* How many allocations the step makes when none fails. */
+    snprintf(where, sizeof(where), "%s, threads %u shards %u, no failure",
+             sc->name, l.threads, l.shards);
+    side *s = side_open(l, true, sc->hysteresis);
+    sc->setup(s);
+    s->recording = true;
+    long long before = attempts(s);
+    sc->step(s);
+    long long needed = attempts(s) - before;
+    converge(s, sc->max_id);
+    expect_converged(s, ref, sc->max_id);
+    side_close(s);
+    if (needed == 0)
+      fail_msg("%s: the step allocates nothing", where);
+
+    long long last = mode.period > 0 ? mode.period : needed;
+    for (long long n = 1; n <= last && n <= needed; n++) {
+      if (mode.period == 0 && !sampled(n, needed, li))
+        continue;
+      if (mode.period > 0)
+        snprintf(where, sizeof(where),
+                 "%s, threads %u shards %u, allocation %lld and every "
+                 "%lld-th after it, of %lld",
+                 sc->name, l.threads, l.shards, n, mode.period, needed);
+      else
+        snprintf(where, sizeof(where),
+                 "%s, threads %u shards %u, allocation %lld%s of %lld",
+                 sc->name, l.threads, l.shards, n, mode_name, needed);
+      s = side_open(l, true, sc->hysteresis);
+      s->split = (n + (long long)li) % 2 == 1;
+      sc->setup(s);
+      s->recording = true;
+      if (mode.period > 0)
+        counter_arm_every(s->c, n, mode.period);
+      else
+        counter_arm(s->c, n, mode.span);
+      sc->step(s);
+      counter_disarm(s->c);
+      if (injected(s) == 0)
+        fail_msg("%s: the failing allocation was never reached", where);
+      if ((mode.period == 0 && s->enomem > 1) || s->enomem + s->absorbed == 0)
+        fail_msg("%s: %d calls returned AOI_ENOMEM and %d absorbed a "
+                 "failure; 1 expected",
+                 where, s->enomem, s->absorbed);
+      if (!aoi__world_valid(s->w))
+        fail_msg("%s: the world is inconsistent after the step", where);
+      t.runs++;
+      t.not_started += s->not_started;
+      t.degraded += s->degraded;
+      t.query_failures += s->query_failures;
+      t.absorbed += s->absorbed;
+      t.op_failures +=
+          s->enomem - s->not_started - s->degraded - s->query_failures;
+      /* Now and then the host gives up on the world right there. */
+      if (mode.period == 0 && mix((uint64_t)n, li) % 5 == 0) {
+        t.abandoned++;
+        side_close(s);
+        continue;
+      }
+      converge(s, sc->max_id);
+      expect_converged(s, ref, sc->max_id);
+      side_close(s);
+    }
+    side_close(ref);
+  }
+  if (getenv("AOI_TEST_VERBOSE") != NULL)
+    fprintf(stderr,
+            "%s%s: %lld runs (%lld abandoned): %lld operations, %lld ticks "
+            "not started, %lld degraded, %lld queries failed, %lld "
+            "absorbed; %.1f s of CPU\n",
+            sc->name, mode_name, t.runs, t.abandoned, t.op_failures,
+            t.not_started, t.degraded, t.query_failures, t.absorbed,
+            (double)(clock() - cpu) / CLOCKS_PER_SEC);
+}
+
+/* ---- world creation ----------------------------------------------------- */
+
+static void create_fails_cleanly(layout l, long long span, size_t li)
+{
+  counter c;
+  counter_reset(&c);
+  aoi_allocator hooks = {counting_alloc, counting_realloc, counting_free, &c};
+  aoi_config config;
+  aoi_config_default(&config);
+  config.threads = l.threads;
+  config.shards = l.shards;
+  config.allocator = &hooks;
+  snprintf(where, sizeof(where), "aoi_create, threads %u shards %u", l.threads,
+           l.shards);
+  aoi_world *w = NULL;
+  assert_int_equal(aoi_create(&config, &w), 0);
+  long long needed = atomic_load(&c.attempts);
+  aoi_destroy(w);
+  expect_all_freed(&c);
+  assert_true(needed > 0);
+  for (long long n = 1; n <= needed; n++) {
+    if (!sampled(n, needed, li))
+      continue;
+    snprintf(where, sizeof(where),
+             "aoi_create, threads %u shards %u, allocation %lld%s of %lld",
+             l.threads, l.shards, n, span == ONWARD ? " onward" : "", needed);
+    counter_reset(&c);
+    counter_arm(&c, n, span);
+    aoi_world *const sentinel = (aoi_world *)&c;
+    w = sentinel;
+    int rc = aoi_create(&config, &w);
+    if (rc != AOI_ENOMEM)
+      fail_msg("%s: aoi_create returned %d (%s)", where, rc, aoi_strerror(rc));
+    if (w != sentinel)
+      fail_msg("%s: aoi_create failed and wrote *out", where);
+    expect_all_freed(&c);
+  }
+  /* Memory back: the same config makes a world that works. */
+  counter_reset(&c);
+  counter_arm(&c, needed + 1, span);
+  assert_int_equal(aoi_create(&config, &w), 0);
+  counter_disarm(&c);
+  assert_int_equal(aoi_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 2, 20, 10, 50, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  size_t count;
+  uint64_t id;
+  assert_int_equal(aoi_view(w, 1, &id, 1, &count), 0);
+  assert_int_equal(count, 1);
+  assert_int_equal(id, 2);
+  assert_true(aoi__world_valid(w));
+  aoi_destroy(w);
+  expect_all_freed(&c);
+}
+
+static void test_create_oom(void **state)
+{
+  (void)state;
+  static const layout more[] = {{8, 64}, {3, 1000}};
+  for (size_t l = 0; l < COUNT_OF(every_layout); l++) {
+    create_fails_cleanly(every_layout[l], 1, l);
+    create_fails_cleanly(every_layout[l], ONWARD, l);
+  }
+  for (size_t l = 0; l < COUNT_OF(more); l++)
+    create_fails_cleanly(more[l], 1, l);
+}
+
+/* ---- adds that grow every host table ------------------------------------ */
+
+/* Inside shard 0 of every layout (x < 500, y < 250). */
+static float corner_x(uint64_t id, uint64_t salt)
+{
+  return pick(id, salt, 5, 395);
+}
+static float corner_y(uint64_t id, uint64_t salt)
+{
+  return pick(id, salt, 5, 195);
+}
+
+static void setup_empty(side *s)
+{
+  s_tick(s);
+  s_drain(s);
+}
+
+/* 1300 adds: the id map, the handle tables, the free and limbo lists all
+   double several times (first add, the 33rd, 65th, 129th, ...), and more
+   than 1024 ops go to shard 0, so it needs a second op chunk. Some ids are
+   removed and added again in the same tick, and invalid calls in between
+   must keep their codes while allocations fail. */
+static void step_adds(side *s)
+{
+  for (uint64_t id = 1; id <= 1300; id++) {
+    float x = id <= 1100 ? corner_x(id, 1) : pick(id, 2, 0, 1000);
+    float y = id <= 1100 ? corner_y(id, 3) : pick(id, 4, 0, 1000);
+    unsigned flags = id % 3 == 0 ? AOI_WATCHER : id % 3 == 1 ? AOI_MARKER : WM;
+    uint32_t layers = 1u | (1u << (id % 4));
+    uint32_t interest = id % 5 == 0 ? 2u : ALL;
+    s_add(s, id, x, y, 10 + (float)(id % 20), flags, layers, interest);
+    if (id % 97 == 0) {
+      s_remove(s, id - 40);
+      s_add(s, id - 40, x, y, 12, WM, ALL, ALL);
+      s_invalid_ops(s, id, 1900);
+    }
+  }
+}
+
+static void test_adds_oom(void **state)
+{
+  (void)state;
+  static const scenario sc = {"adds", 1400, setup_empty, step_adds, 0};
+  run_scenario(&sc, spread_layouts, COUNT_OF(spread_layouts), once);
+}
+
+/* ---- operations that need a new op chunk -------------------------------- */
+
+/* 1200 entities in shard 0, added over two ticks so that only one op chunk
+   is ever in use: the chunk pool holds one. */
+static void setup_corner_crowd(side *s)
+{
+  s_tick(s);
+  for (uint64_t id = 1; id <= 1200; id++) {
+    s_add(s, id, corner_x(id, 5), corner_y(id, 6), 15,
+          id % 4 == 0 ? AOI_MARKER : WM, ALL, ALL);
+    if (id == 600) {
+      s_tick(s);
+      s_drain(s);
+    }
+  }
+  s_tick(s);
+  s_drain(s);
+}
+
+/* 4200 ops to shard 0: each kind crosses a chunk boundary (the 1025th op
+   is a move, the 2049th a radius change, the 3073rd a mask change, the
+   4097th a removal), and each needs a fresh chunk. */
+static void step_chunk_ops(side *s)
+{
+  for (uint64_t id = 1; id <= 1200; id++)
+    s_move(s, id, corner_x(id, 7), corner_y(id, 8));
+  for (uint64_t id = 1; id <= 1200; id++)
+    s_radius(s, id, 5 + (float)(id % 25));
+  for (uint64_t id = 1; id <= 1200; id++)
+    s_layers(s, id, 1u | ((uint32_t)(id % 3) << 1), ALL ^ (uint32_t)(id % 2));
+  for (uint64_t id = 1; id <= 1200; id += 2)
+    s_remove(s, id);
+  s_invalid_ops(s, 2, 1);
+}
+
+static void test_op_chunks_oom(void **state)
+{
+  (void)state;
+  static const scenario sc = {"op chunks", 1300, setup_corner_crowd,
+                              step_chunk_ops, 0};
+  run_scenario(&sc, every_layout, COUNT_OF(every_layout), once);
+}
+
+/* 20 entities in shard 0. */
+static void setup_corner_few(side *s)
+{
+  for (uint64_t id = 1; id <= 20; id++)
+    s_add(s, id, corner_x(id, 81), corner_y(id, 82), 30, WM, ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+}
+
+/* 140000 moves to shard 0 in one tick: 137 op chunks, more than its op
+   ring holds (127), so the ring grows while ops are submitted, and the tick
+   must reserve room for its end marker and the apply phase's scratch. */
+static void step_ring_growth(side *s)
+{
+  for (uint64_t i = 0; i < 140000; i++)
+    s_move(s, 1 + i % 20, corner_x(i, 83), corner_y(i, 84));
+  s_tick(s);
+}
+
+static void test_op_ring_growth_oom(void **state)
+{
+  (void)state;
+  static const scenario sc = {"op ring growth", 30, setup_corner_few,
+                              step_ring_growth, 0};
+  run_scenario(&sc, few_layouts, COUNT_OF(few_layouts), once);
+}
+
+/* ---- ticks -------------------------------------------------------------- */
+
+static void add_spread(side *s, uint64_t first, uint64_t last, float r_lo,
+                       float r_hi)
+{
+  for (uint64_t id = first; id <= last; id++) {
+    unsigned flags = id % 4 == 0 ? AOI_MARKER : id % 4 == 1 ? AOI_WATCHER : WM;
+    s_add(s, id, pick(id, 11, 0, 1000), pick(id, 12, 0, 1000),
+          pick(id, 13, r_lo, r_hi), flags, id % 7 == 0 ? 2u : ALL,
+          id % 9 == 0 ? 2u : ALL);
+  }
+}
+
+/* A settled world of 400 and a tick's worth of ordinary changes. */
+static void setup_plain(side *s)
+{
+  add_spread(s, 1, 400, 30, 90);
+  s_tick(s);
+  s_drain(s);
+  s_tick(s);
+  s_drain(s);
+  for (uint64_t id = 1; id <= 400; id++) {
+    if (id % 3 == 0)
+      s_move(s, id, s->x[id] + pick(id, 14, -20, 20),
+             s->y[id] + pick(id, 15, -20, 20));
+    if (id % 7 == 0)
+      s_radius(s, id, pick(id, 16, 60, 120));
+    if (id % 11 == 0)
+      s_layers(s, id, id % 2 ? 2u : ALL, ALL);
+    if (id % 13 == 0)
+      s_remove(s, id);
+  }
+  add_spread(s, 401, 440, 30, 90);
+}
+
+static void step_tick(side *s)
+{
+  s_tick(s);
+}
+
+static const scenario plain_tick = {"plain tick", 500, setup_plain, step_tick,
+                                    0};
+
+static void test_tick_plain_oom(void **state)
+{
+  (void)state;
+  run_scenario(&plain_tick, every_layout, COUNT_OF(every_layout), once);
+}
+
+/* 400 watchers added in a crowd over several shards: their first tick
+   grows every view, outbox, candidate and event buffer from nothing. */
+static void setup_new_watchers(side *s)
+{
+  s_tick(s);
+  for (uint64_t id = 1; id <= 400; id++)
+    s_add(s, id, pick(id, 21, 300, 700), pick(id, 22, 150, 550),
+          pick(id, 23, 30, 70), WM, ALL, ALL);
+}
+
+static const scenario new_watchers_tick = {"first tick of 400 watchers", 500,
+                                           setup_new_watchers, step_tick, 0};
+
+static void test_tick_new_watchers_oom(void **state)
+{
+  (void)state;
+  run_scenario(&new_watchers_tick, spread_layouts, COUNT_OF(spread_layouts),
+               once);
+}
+
+/* The cuts of the layouts of 3 and 8 shards over (0, 0) - (1000, 1000). */
+static const float x_cuts[] = {500};
+static const float y_cuts[] = {250, 1000.0f / 3, 500, 2000.0f / 3, 750};
+
+/* 800 entities, half of them close to a shard border; then walks across
+   borders, teleports across the map, entities added and moved away in the
+   same tick, moved and removed, moved twice. */
+static void setup_handoffs(side *s)
+{
+  for (uint64_t id = 1; id <= 400; id++) {
+    float d = pick(id, 31, 0.5f, 10);
+    float x = pick(id, 32, 0, 1000), y = pick(id, 33, 0, 1000);
+    if (id % 2)
+      x = x_cuts[0] - d;
+    else
+      y = y_cuts[id % COUNT_OF(y_cuts)] - d;
+    s_add(s, id, x, y, pick(id, 34, 20, 60), id % 3 ? WM : AOI_MARKER, ALL,
+          ALL);
+  }
+  add_spread(s, 401, 800, 20, 60);
+  s_tick(s);
+  s_drain(s);
+  for (uint64_t id = 1; id <= 400; id++) {
+    float d = 2 * pick(id, 31, 0.5f, 10);
+    if (id % 2)
+      s_move(s, id, s->x[id] + d, s->y[id]);
+    else
+      s_move(s, id, s->x[id], s->y[id] + d);
+    if (id % 10 == 0) /* and back, or further */
+      s_move(s, id, s->x[id] + (id % 20 ? -d : d), s->y[id]);
+  }
+  for (uint64_t id = 401; id <= 600; id++)
+    s_move(s, id, 1000 - s->x[id], 1000 - s->y[id]);
+  for (uint64_t id = 801; id <= 850; id++) {
+    s_add(s, id, pick(id, 35, 0, 1000), pick(id, 36, 0, 1000), 40, WM, ALL,
+          ALL);
+    s_move(s, id, 1000 - s->x[id], s->y[id]);
+  }
+  for (uint64_t id = 601; id <= 630; id++) {
+    s_move(s, id, 1000 - s->x[id], 1000 - s->y[id]);
+    s_remove(s, id);
+  }
+  for (uint64_t id = 851; id <= 870; id++) {
+    s_add(s, id, pick(id, 37, 0, 1000), pick(id, 38, 0, 1000), 40, WM, ALL,
+          ALL);
+    s_remove(s, id);
+  }
+}
+
+static const scenario handoff_tick = {"handoff tick", 900, setup_handoffs,
+                                      step_tick, 0};
+
+static void test_tick_handoffs_oom(void **state)
+{
+  (void)state;
+  run_scenario(&handoff_tick, every_layout, COUNT_OF(every_layout), once);
+}
+
+/* 800 markers and 100 watchers of radius 5: few ghosts. Then ten watchers
+   reach out to 120 and markers gather at the borders: every shard's ghost
+   array, the ghost batches and the grids grow. */
+static void setup_ghosts(side *s)
+{
+  for (uint64_t id = 1; id <= 800; id++)
+    s_add(s, id, pick(id, 41, 0, 1000), pick(id, 42, 0, 1000), 0, AOI_MARKER,
+          ALL, ALL);
+  for (uint64_t id = 801; id <= 900; id++)
+    s_add(s, id, pick(id, 43, 0, 1000), pick(id, 44, 0, 1000), 5, AOI_WATCHER,
+          ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+  for (uint64_t id = 801; id <= 810; id++)
+    s_radius(s, id, 120);
+  for (uint64_t id = 1; id <= 200; id++)
+    s_move(s, id, x_cuts[0] + pick(id, 45, -30, 30), s->y[id]);
+}
+
+static const scenario ghost_tick = {"ghost tick", 1000, setup_ghosts, step_tick,
+                                    0};
+
+static void test_tick_ghosts_oom(void **state)
+{
+  (void)state;
+  run_scenario(&ghost_tick, every_layout, COUNT_OF(every_layout), once);
+}
+
+/* 300 watchers that see each other; the host does not drain for five
+   ticks of moves, so every outbox grows tick after tick. A watcher with
+   undrained events is removed, added again, and ids respawn meanwhile. */
+static void setup_outbox(side *s)
+{
+  for (uint64_t id = 1; id <= 300; id++)
+    s_add(s, id, pick(id, 51, 200, 800), pick(id, 52, 200, 800),
+          pick(id, 53, 50, 100), WM, ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+}
+
+static void step_outbox(side *s)
+{
+  for (uint64_t round = 1; round <= 5; round++) {
+    for (uint64_t id = 1; id <= 300; id++)
+      if (s->flags[id] != 0)
+        s_move(s, id, s->x[id] + pick(id, 54 + round, -8, 8),
+               s->y[id] + pick(id, 60 + round, -8, 8));
+    if (round == 2)
+      s_remove(s, 17);
+    if (round == 3) {
+      s_add(s, 17, 500, 500, 80, WM, ALL, ALL);
+      s_remove(s, 23);
+      s_add(s, 23, 480, 510, 70, WM, ALL, ALL);
+      s_remove(s, 31);
+    }
+    if (round == 5)
+      s_add(s, 31, 520, 490, 60, WM, ALL, ALL);
+    s_tick(s);
+  }
+}
+
+static const scenario undrained_ticks = {"undrained ticks", 400, setup_outbox,
+                                         step_outbox, 0};
+
+/* Each run fails once (span 1), then every allocation from the n-th on
+   until the failing call returns, so whole phases starve. */
+static void test_tick_outbox_growth_oom(void **state)
+{
+  (void)state;
+  run_scenario(&undrained_ticks, spread_layouts, COUNT_OF(spread_layouts),
+               once);
+  run_scenario(&undrained_ticks, few_layouts, COUNT_OF(few_layouts), onward);
+}
+
+/* Watcher 1 sees marker 10. 10 is removed in a tick that also brings 20
+   new markers into 1's view (so that tick allocates for 1's view); the next
+   tick adds 10 again, a new entity, where 1 sees it. Whatever failed in the
+   first tick, 1's client must get `leave 10` and then `enter 10`: the new
+   10 is not the old one that moved. */
+static void setup_respawn(side *s)
+{
+  s_add(s, 1, 100, 100, 50, WM, ALL, ALL);
+  for (uint64_t id = 2; id <= 9; id++)
+    s_add(s, id, 100 + 5 * (float)id, 110, 10, AOI_MARKER, ALL, ALL);
+  s_add(s, 10, 110, 100, 10, AOI_MARKER, ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+}
+
+static void step_respawn(side *s)
+{
+  s_remove(s, 10);
+  for (uint64_t id = 11; id <= 30; id++)
+    s_add(s, id, 80 + (float)id, 90, 10, AOI_MARKER, ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+  s_add(s, 10, 120, 100, 10, AOI_MARKER, ALL, ALL);
+  s_tick(s);
+  s_drain(s);
+}
+
+static const scenario respawn = {"respawn after a failed tick", 40,
+                                 setup_respawn, step_respawn, 0};
+
+static void test_respawn_after_failed_tick_oom(void **state)
+{
+  (void)state;
+  run_scenario(&respawn, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&respawn, few_layouts, COUNT_OF(few_layouts), onward);
+}
+
+/* The other tick steps with every allocation from the n-th on failing until
+   the call returns: whole phases starve, not one buffer. */
+static void test_ticks_starving_oom(void **state)
+{
+  (void)state;
+  const scenario *scenarios[] = {&plain_tick, &new_watchers_tick, &handoff_tick,
+                                 &ghost_tick};
+  for (size_t i = 0; i < COUNT_OF(scenarios); i++)
+    run_scenario(scenarios[i], few_layouts, COUNT_OF(few_layouts), onward);
+}
+
+/* Every k-th allocation fails for a whole step: failed operations and
+   ticks that did not start fail again when retried, and ticks degrade
+   several times in a row before the world may converge. */
+static void test_repeated_failures_oom(void **state)
+{
+  (void)state;
+  static const scenario adds = {"adds", 1400, setup_empty, step_adds, 0};
+  static const scenario chunks = {"op chunks", 1300, setup_corner_crowd,
+                                  step_chunk_ops, 0};
+  const scenario *scenarios[] = {
+      &adds,         &chunks,     &plain_tick,      &new_watchers_tick,
+      &handoff_tick, &ghost_tick, &undrained_ticks, &respawn};
+  static const failure_mode every_7th = {1, 7}, every_13th = {1, 13};
+  for (size_t i = 0; i < COUNT_OF(scenarios); i++) {
+    run_scenario(scenarios[i], few_layouts, COUNT_OF(few_layouts), every_7th);
+    run_scenario(scenarios[i], few_layouts, COUNT_OF(few_layouts), every_13th);
+  }
+}
+
+/* With hysteresis, a watcher that kept its view through a failed tick may
+   keep seeing a marker in the hysteresis band that a world that never
+   failed had not let in (or the reverse): views depend on their history.
+   So here each world is checked against the visibility bounds and its own
+   clients, not against the reference. */
+static void test_ticks_hysteresis_oom(void **state)
+{
+  (void)state;
+  static const scenario scenarios[] = {
+      {"plain tick, hysteresis 15", 500, setup_plain, step_tick, 15},
+      {"handoff tick, hysteresis 15", 900, setup_handoffs, step_tick, 15},
+      {"ghost tick, hysteresis 15", 1000, setup_ghosts, step_tick, 15},
+  };
+  for (size_t i = 0; i < COUNT_OF(scenarios); i++)
+    run_scenario(&scenarios[i], few_layouts, COUNT_OF(few_layouts), once);
+}
+
+/* ---- queries and aoi_pending -------------------------------------------- */
+
+/* 300 watchers in a crowd, ticked and not drained: 300 are pending and the
+   query buffer has never grown. */
+static void setup_queries(side *s)
+{
+  for (uint64_t id = 1; id <= 300; id++)
+    s_add(s, id, pick(id, 71, 350, 650), pick(id, 72, 350, 650),
+          pick(id, 73, 30, 80), WM, ALL, ALL);
+  s_tick(s);
+}
+
+static void step_queries(side *s)
+{
+  static answer buffer;
+  answer *a = &buffer;
+  s_drain(s); /* aoi_pending grows its id, scratch and sort buffers */
+  assert_int_equal(s_watchers_of(s, 300, a), 0);
+  assert_true(a->count > 8);
+  s_circle(s, 500, 500, 400, ALL, a);
+  assert_int_equal(a->count, 300);
+  assert_int_equal(s_view(s, 300, a), 0);
+}
+
+static void test_queries_oom(void **state)
+{
+  (void)state;
+  static const scenario sc = {"queries", 400, setup_queries, step_queries, 0};
+  run_scenario(&sc, every_layout, COUNT_OF(every_layout), once);
+}
+
+int main(void)
+{
+  const char *stride = getenv("AOI_OOM_STRIDE");
+  if (stride != NULL) {
+    stride_env = strtoll(stride, NULL, 10);
+    if (stride_env < 1) {
+      fprintf(stderr, "AOI_OOM_STRIDE must be a positive integer\n");
+      return 2;
+    }
+  }
+  if (getenv("AOI_OOM_ONLY") != NULL)
+    cmocka_set_test_filter(getenv("AOI_OOM_ONLY"));
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_create_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_adds_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_op_chunks_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_op_ring_growth_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_tick_plain_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_tick_new_watchers_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_tick_handoffs_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_tick_ghosts_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_tick_outbox_growth_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_respawn_after_failed_tick_oom,
+                                close_open_sides),
+      cmocka_unit_test_teardown(test_ticks_starving_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_ticks_hysteresis_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_repeated_failures_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_queries_oom, close_open_sides),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
