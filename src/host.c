@@ -255,19 +255,31 @@ static uint32_t live_handle(const aoi_world *w, uint64_t id)
   return aoi__idmap_get(&w->ids, id);
 }
 
+/* The prologue of an operation on a live entity: the checks in their
+   documented order (`invalid` is the argument check's verdict), then room
+   for one op in the chunk of the shard that owns the entity. */
+static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
+                    unsigned *shard)
+{
+  if (w->in_flight)
+    return AOI_EBUSY;
+  *h = live_handle(w, id);
+  if (*h == AOI__NONE)
+    return AOI_ENOENT;
+  if (invalid != 0)
+    return invalid;
+  *shard = route(w, *h);
+  return reserve_op(w, *shard);
+}
+
 int aoi_move(aoi_world *w, uint64_t id, float x, float y)
 {
   if (w == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  if (!isfinite(x) || !isfinite(y))
-    return AOI_ECOORD;
-  unsigned shard = route(w, h);
-  int rc = reserve_op(w, shard);
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, isfinite(x) && isfinite(y) ? 0 : AOI_ECOORD, &h,
+                    &shard);
   if (rc != 0)
     return rc;
   aoi__op op = {AOI__OP_MOVE, h, id, x, y, 0, 0, 0, 0};
@@ -289,15 +301,9 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
 {
   if (w == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  if (!radius_ok(w, radius))
-    return AOI_ERADIUS;
-  unsigned shard = route(w, h);
-  int rc = reserve_op(w, shard);
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, radius_ok(w, radius) ? 0 : AOI_ERADIUS, &h, &shard);
   if (rc != 0)
     return rc;
   aoi__host_entity *e = &w->host[h];
@@ -318,13 +324,9 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
 {
   if (w == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  unsigned shard = route(w, h);
-  int rc = reserve_op(w, shard);
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
   if (rc != 0)
     return rc;
   aoi__op op = {AOI__OP_LAYERS, h, id, 0, 0, 0, 0, layers, interest};
@@ -336,13 +338,9 @@ int aoi_remove(aoi_world *w, uint64_t id)
 {
   if (w == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  unsigned shard = route(w, h);
-  int rc = reserve_op(w, shard);
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
   if (rc != 0)
     return rc;
   aoi__host_entity *e = &w->host[h];

@@ -12,6 +12,16 @@
 
 #include <string.h>
 
+/* The power of two whose ring holds `capacity` items (one slot stays
+   empty). */
+static unsigned ring_size_for(unsigned capacity)
+{
+  unsigned size = 4;
+  while (size - 1 < capacity)
+    size <<= 1;
+  return size;
+}
+
 #ifndef AOI_RING_C11
 #include <ck_ring.h>
 
@@ -20,14 +30,6 @@ struct aoi__ring {
   struct ck_ring_buffer *buffer;
   unsigned size; /* a power of two; holds size - 1 items */
 };
-
-static unsigned ring_size_for(unsigned capacity)
-{
-  unsigned size = 4;
-  while (size - 1 < capacity)
-    size <<= 1;
-  return size;
-}
 
 aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity)
 {
@@ -97,14 +99,6 @@ struct aoi__ring {
   _Alignas(64) void **slots;
   unsigned size; /* a power of two; holds size - 1 items */
 };
-
-static unsigned ring_size_for(unsigned capacity)
-{
-  unsigned size = 4;
-  while (size - 1 < capacity)
-    size <<= 1;
-  return size;
-}
 
 aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity)
 {
