@@ -121,6 +121,11 @@ typedef struct aoi_config {
      cell side (> 0, finite). */
   aoi_shape shape;
   float cell_size;
+  /* Every this many ticks, if the busiest shard owns over 1.25x the mean,
+     the host moves the shard cuts to the quantiles of the entities'
+     positions, and the next tick hands entities over to match (the events
+     are the same either way). 0 = never. Default 16. */
+  unsigned rebalance_interval;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
 } aoi_config;
@@ -272,6 +277,7 @@ typedef struct aoi_stats {
   uint64_t watchers;    /* live watchers after the tick */
   uint64_t ghosts;      /* ghost copies held by shards this tick */
   uint64_t handoffs;    /* entities that changed shard this tick */
+  uint64_t rebalances;  /* times the shard cuts moved, since creation */
   uint64_t events;      /* events produced this tick */
   uint64_t tick_ns;     /* wall time of aoi_tick */
   /* Wall time of each phase: the slowest worker's. */

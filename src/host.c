@@ -69,6 +69,13 @@ void aoi__host_free(aoi_world *w)
     w->chunk_pool = next;
   }
   aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
+  aoi__plan *p = &w->plan;
+  aoi__free(a, p->xcut, sizeof(double) * w->layout.cols);
+  aoi__free(a, p->ycut, sizeof(double) * w->layout.rows);
+  aoi__free(a, p->arrivals, sizeof(uint32_t) * w->shard_count);
+  aoi__free(a, p->bound, sizeof(uint32_t) * w->threads * w->threads);
+  aoi__free(a, p->xs, sizeof(float) * p->xs_capacity);
+  aoi__free(a, p->ys, sizeof(float) * p->ys_capacity);
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -377,6 +384,98 @@ static void recompute_radius_high(aoi_world *w)
   w->radius_high_dirty = false;
 }
 
+/* ---- rebalancing -------------------------------------------------------- */
+
+static int compare_floats(const void *a, const void *b)
+{
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* Cuts that split the sampled coordinates into `bands` equal parts. */
+static void quantile_cuts(float *sample, uint32_t n, unsigned bands,
+                          double *cut)
+{
+  qsort(sample, n, sizeof(float), compare_floats);
+  for (unsigned c = 1; c < bands; c++) {
+    double v = sample[(uint64_t)n * c / bands];
+    if (c > 1 && !(v > cut[c - 2]))
+      v = nextafter(cut[c - 2], INFINITY); /* strictly increasing */
+    cut[c - 1] = v;
+  }
+}
+
+/* Decides whether this tick moves the shard cuts and, if so, plans the new
+   ones and counts exactly where every entity goes, so that the tick can
+   reserve for the handoffs. Nothing is changed yet; false when no move is
+   due, or when the plan cannot get memory (rebalancing is only an
+   optimisation). */
+static bool plan_relayout(aoi_world *w)
+{
+  unsigned interval = w->config.rebalance_interval;
+  unsigned shards = w->shard_count;
+  if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
+    return false;
+  uint64_t total = 0, most = 0;
+  for (unsigned s = 0; s < shards; s++) {
+    total += w->shards[s].count;
+    if (w->shards[s].count > most)
+      most = w->shards[s].count;
+  }
+  if (total < 4ull * shards || most * 4 <= total * 5 / shards)
+    return false; /* busiest shard within 1.25x of the mean */
+  const aoi_allocator *a = &w->allocator;
+  aoi__plan *p = &w->plan;
+  unsigned cols = w->layout.cols, rows = w->layout.rows;
+  uint32_t step = (uint32_t)(total / 65536 + 1);
+  uint32_t n = (uint32_t)(total / step + shards);
+  if (p->xcut == NULL) {
+    p->xcut = aoi__calloc(a, sizeof(double) * cols);
+    p->ycut = aoi__calloc(a, sizeof(double) * rows);
+    p->arrivals = aoi__calloc(a, sizeof(uint32_t) * shards);
+    p->bound = aoi__calloc(a, sizeof(uint32_t) * w->threads * w->threads);
+    if (!p->xcut || !p->ycut || !p->arrivals || !p->bound)
+      return false;
+  }
+  if (aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n, sizeof(float)) != 0 ||
+      aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n, sizeof(float)) != 0)
+    return false;
+  uint32_t m = 0, seen = 0;
+  for (unsigned s = 0; s < shards; s++)
+    for (uint32_t i = 0; i < w->shards[s].count; i++)
+      if (seen++ % step == 0 && m < n) {
+        p->xs[m] = w->shards[s].entities[i].x;
+        p->ys[m] = w->shards[s].entities[i].y;
+        m++;
+      }
+  quantile_cuts(p->xs, m, cols, p->xcut);
+  quantile_cuts(p->ys, m, rows, p->ycut);
+  aoi__layout next = {cols, rows, p->xcut, p->ycut};
+  memset(p->arrivals, 0, sizeof(uint32_t) * shards);
+  memset(p->bound, 0, sizeof(uint32_t) * w->threads * w->threads);
+  for (unsigned s = 0; s < shards; s++)
+    for (uint32_t i = 0; i < w->shards[s].count; i++) {
+      const aoi__entity *e = &w->shards[s].entities[i];
+      unsigned to = aoi__layout_shard(&next, e->x, e->y);
+      if (to == s)
+        continue;
+      p->arrivals[to]++;
+      unsigned from_worker = aoi__worker_of(w, s), to_worker = aoi__worker_of(w, to);
+      if (from_worker != to_worker)
+        p->bound[from_worker * w->threads + to_worker]++;
+    }
+  return true;
+}
+
+static void commit_relayout(aoi_world *w)
+{
+  if (w->layout.cols > 1)
+    memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
+  if (w->layout.rows > 1)
+    memcpy(w->layout.ycut, w->plan.ycut, sizeof(double) * (w->layout.rows - 1));
+  w->stats.rebalances++;
+}
+
 int aoi_tick_begin(aoi_world *w)
 {
   if (w == NULL)
@@ -384,6 +483,7 @@ int aoi_tick_begin(aoi_world *w)
   if (w->in_flight)
     return AOI_EBUSY;
   uint64_t started = aoi__now_ns();
+  bool relayout = plan_relayout(w);
   const aoi_allocator *a = &w->allocator;
   int rc;
   /* Every watcher handle may become pending: reserve it all up front so
@@ -402,8 +502,9 @@ int aoi_tick_begin(aoi_world *w)
         return rc;
     /* The apply phase then never allocates: no op and no handoff can be
        lost to a failed allocation inside the tick. */
+    uint32_t planned = relayout ? w->plan.arrivals[s] : 0;
     if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity,
-                           sh->count + sh->arrivals_bound,
+                           sh->count + sh->arrivals_bound + planned,
                            sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
                            sh->ops_queued, sizeof(uint32_t))) != 0)
@@ -412,12 +513,15 @@ int aoi_tick_begin(aoi_world *w)
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++) {
       aoi__batch *b = &w->workers[i].handoffs_out[j];
-      if (b->bound > 0 &&
-          (rc = aoi__reserve(a, &b->items, &b->capacity, b->bound,
-                             sizeof(aoi__handoff))) != 0)
+      uint32_t bound = b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
+      if (bound > 0 && (rc = aoi__reserve(a, &b->items, &b->capacity, bound,
+                                          sizeof(aoi__handoff))) != 0)
         return rc;
     }
   /* From here on nothing can fail before the workers run. */
+  if (relayout)
+    commit_relayout(w);
+  w->command.relayout = relayout;
   if (w->radius_high_dirty)
     recompute_radius_high(w);
   double reach = (double)w->radius_high + (double)w->config.hysteresis;

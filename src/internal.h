@@ -340,6 +340,7 @@ typedef struct aoi__tick_command {
   uint64_t tick;
   double ghost_reach; /* per-axis distance within which markers are ghosted */
   double cell_size;   /* grid cell side */
+  bool relayout;      /* the shard cuts moved: check every entity's shard */
   int shutdown;
 } aoi__tick_command;
 
@@ -389,6 +390,15 @@ typedef struct aoi__host_entity {
   uint32_t shard; /* where its ops go until `born` has been applied */
 } aoi__host_entity;
 
+/* A planned move of the shard cuts (host.c), host only. */
+typedef struct aoi__plan {
+  double *xcut, *ycut;  /* the new cuts */
+  uint32_t *arrivals;   /* per shard: entities that will move in */
+  uint32_t *bound;      /* per worker pair: handoffs between them */
+  float *xs, *ys;       /* sampled positions */
+  uint32_t xs_capacity, ys_capacity;
+} aoi__plan;
+
 struct aoi_world {
   aoi_config config;
   aoi_allocator allocator;
@@ -428,6 +438,7 @@ struct aoi_world {
   double last_cell_size;
   uint64_t *query_ids;
   uint32_t query_capacity;
+  aoi__plan plan;
 
   /* stats of the last tick */
   aoi_stats stats;

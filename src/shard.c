@@ -261,40 +261,55 @@ static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
   }
 }
 
-static void find_handoffs(aoi__worker *k, aoi__shard *s)
+/* Hands the entity at `slot` to the shard its position names, if that is
+   not this one: moved directly to a shard of this worker, or appended to the
+   batch for the owning worker. Room for both was reserved by the host. */
+static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
 {
   aoi_world *w = k->world;
-  for (uint32_t i = 0; i < s->touched_count; i++) {
-    uint32_t h = s->touched[i];
-    aoi__location *loc = &w->location[h];
-    if (loc->shard != s->index)
-      continue; /* removed since */
-    aoi__entity e = s->entities[loc->slot];
-    unsigned to = aoi__layout_shard(&w->layout, e.x, e.y);
-    if (to == s->index)
-      continue;
-    k->handoffs++;
-    AOI__STRESS();
-    unsigned owner = aoi__worker_of(w, to);
-    if (owner == k->index) {
-      int rc = aoi__reserve(&w->allocator, (void **)&w->shards[to].entities,
-                            &w->shards[to].capacity, w->shards[to].count + 1,
-                            sizeof(aoi__entity));
-      if (rc != 0) {
-        fail(k, rc); /* it stays where it is, still correct for this tick */
-        continue;
-      }
-      shard_take(s, w->location, loc->slot);
-      (void)aoi__shard_insert(&w->allocator, &w->shards[to], w->location, &e);
-    } else {
-      aoi__batch *b = &k->handoffs_out[owner];
-      uint32_t before = b->count;
-      aoi__handoff message = {to, e};
-      batch_append(k, b, &message, sizeof(message));
-      if (b->count == before)
-        continue;
-      shard_take(s, w->location, loc->slot);
+  aoi__entity e = s->entities[slot];
+  unsigned to = aoi__layout_shard(&w->layout, e.x, e.y);
+  if (to == s->index)
+    return;
+  AOI__STRESS();
+  unsigned owner = aoi__worker_of(w, to);
+  if (owner == k->index) {
+    aoi__shard *t = &w->shards[to];
+    int rc = aoi__reserve(&w->allocator, (void **)&t->entities, &t->capacity,
+                          t->count + 1, sizeof(aoi__entity));
+    if (rc != 0) {
+      fail(k, rc); /* it stays where it is, still correct for this tick */
+      return;
     }
+    shard_take(s, w->location, slot);
+    (void)aoi__shard_insert(&w->allocator, t, w->location, &e);
+  } else {
+    aoi__batch *b = &k->handoffs_out[owner];
+    uint32_t before = b->count;
+    aoi__handoff message = {to, e};
+    batch_append(k, b, &message, sizeof(message));
+    if (b->count == before)
+      return;
+    shard_take(s, w->location, slot);
+  }
+  k->handoffs++;
+}
+
+/* The entities this tick's ops added or moved; all of them when the layout
+   changed. */
+static void find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout)
+{
+  aoi_world *w = k->world;
+  if (relayout) {
+    /* Downwards: a take moves the last entity, already seen, into `i`. */
+    for (uint32_t i = s->count; i-- > 0;)
+      hand_off(k, s, i);
+    return;
+  }
+  for (uint32_t i = 0; i < s->touched_count; i++) {
+    const aoi__location *loc = &w->location[s->touched[i]];
+    if (loc->shard == s->index) /* else removed since */
+      hand_off(k, s, loc->slot);
   }
 }
 
@@ -629,7 +644,7 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     apply_ops(k, &w->shards[s], cmd->tick);
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    find_handoffs(k, &w->shards[s]);
+    find_handoffs(k, &w->shards[s], cmd->relayout);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
   receive_batches(k, AOI_PHASE_APPLY, take_handoffs);
 

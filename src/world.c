@@ -136,6 +136,7 @@ void aoi_config_default(aoi_config *config)
   config->move_events = 1;
   config->shape = AOI_SHAPE_CIRCLE;
   config->cell_size = 0;
+  config->rebalance_interval = 16;
   config->allocator = NULL;
 }
 
