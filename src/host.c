@@ -188,6 +188,7 @@ static int reserve_op(aoi_world *w, unsigned shard)
     }
   }
   fresh->count = 0;
+  fresh->shard = shard;
   fresh->next = NULL;
   w->current[shard] = fresh;
   return 0;
@@ -405,6 +406,21 @@ static void quantile_cuts(float *sample, uint32_t n, unsigned bands,
   }
 }
 
+/* Counts an entity in shard `from` at (x, y) that the new cuts `next` may
+   hand off. */
+static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
+                         float x, float y)
+{
+  unsigned to = aoi__layout_shard(next, x, y);
+  if (to == from)
+    return;
+  w->plan.arrivals[to]++;
+  unsigned from_worker = aoi__worker_of(w, from);
+  unsigned to_worker = aoi__worker_of(w, to);
+  if (from_worker != to_worker)
+    w->plan.bound[from_worker * w->threads + to_worker]++;
+}
+
 /* Decides whether this tick moves the shard cuts and, if so, plans the new
    ones and counts exactly where every entity goes, so that the tick can
    reserve for the handoffs. Nothing is changed yet; false when no move is
@@ -453,17 +469,24 @@ static bool plan_relayout(aoi_world *w)
   aoi__layout next = {cols, rows, p->xcut, p->ycut};
   memset(p->arrivals, 0, sizeof(uint32_t) * shards);
   memset(p->bound, 0, sizeof(uint32_t) * w->threads * w->threads);
+  /* Under the new cuts an entity may leave from where it is now, or from
+     where this tick's ops put it: count both, an upper bound. */
   for (unsigned s = 0; s < shards; s++)
     for (uint32_t i = 0; i < w->shards[s].count; i++) {
       const aoi__entity *e = &w->shards[s].entities[i];
-      unsigned to = aoi__layout_shard(&next, e->x, e->y);
-      if (to == s)
-        continue;
-      p->arrivals[to]++;
-      unsigned from_worker = aoi__worker_of(w, s), to_worker = aoi__worker_of(w, to);
-      if (from_worker != to_worker)
-        p->bound[from_worker * w->threads + to_worker]++;
+      plan_arrival(w, &next, s, e->x, e->y);
     }
+  for (uint32_t c = 0; c <= w->chunks_used_count; c++) {
+    for (unsigned s = 0; s < (c == w->chunks_used_count ? shards : 1); s++) {
+      const aoi__chunk *chunk = c < w->chunks_used_count ? w->chunks_used[c]
+                                                         : w->current[s];
+      for (uint32_t i = 0; chunk != NULL && i < chunk->count; i++) {
+        const aoi__op *op = &chunk->ops[i];
+        if (op->kind == AOI__OP_ADD || op->kind == AOI__OP_MOVE)
+          plan_arrival(w, &next, chunk->shard, op->x, op->y);
+      }
+    }
+  }
   return true;
 }
 

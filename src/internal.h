@@ -255,6 +255,7 @@ typedef struct aoi__op {
 
 typedef struct aoi__chunk {
   uint32_t count;
+  uint32_t shard;          /* whose ring it goes on */
   struct aoi__chunk *next; /* in the host's free list */
   aoi__op ops[AOI__CHUNK_OPS];
 } aoi__chunk;
