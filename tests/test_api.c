@@ -2096,6 +2096,77 @@ static void test_tick_out_of_memory(void **state)
   }
 }
 
+/* A tick that moves the shard cuts (every entity may change shard) fails
+   at each of its allocations in turn: no entity is lost, the world stays
+   valid, and once a tick succeeds every view equals a world that never
+   failed (hysteresis 0, so views do not depend on history). */
+static aoi_world *crowded_world(layout l, const aoi_allocator *hooks)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  config.rebalance_interval = 2; /* tick 2 may move the cuts */
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 300; id++) /* most in one corner */
+    assert_int_equal(aoi_add(w, id, (float)(id % 4 ? (id * 7) % 20 : (id * 37) % 100),
+                             (float)(id % 4 ? (id * 13) % 20 : (id * 61) % 100),
+                             10, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  records r = {0};
+  drain_all(w, &r);
+  records_free(&r);
+  for (uint64_t id = 1; id <= 300; id += 3) /* walks, some across cuts */
+    assert_int_equal(aoi_move(w, id, (float)((id * 11) % 100), (float)((id * 17) % 100)), 0);
+  return w;
+}
+
+static void test_relayout_tick_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 4}, {2, 4}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = crowded_world(some[l], &hooks);
+    long long before = atomic_load(&c.attempts);
+    assert_int_equal(aoi_tick(w), 0);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_stats s;
+    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(s.rebalances, 1); /* the cuts did move */
+    aoi_destroy(w);
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      w = crowded_world(some[l], &hooks);
+      aoi_world *ref = crowded_world(some[l], NULL);
+      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      int rc = aoi_tick(w);
+      atomic_store(&c.fail_at, 0);
+      assert_true(rc == 0 || rc == AOI_ENOMEM);
+      assert_true(aoi__world_valid(w));
+      assert_int_equal(aoi_tick(ref), 0);
+      if (aoi_stats_get(w, &s) == 0 && s.tick == 1)
+        assert_int_equal(aoi_tick(w), 0); /* did not start: now it does */
+      assert_int_equal(aoi_tick(w), 0);
+      assert_int_equal(aoi_tick(ref), 0);
+      assert_true(aoi__world_valid(w));
+      assert_int_equal(aoi_stats_get(w, &s), 0);
+      assert_int_equal(s.entities, 300);
+      for (uint64_t id = 1; id <= 300; id++) {
+        answer a, b;
+        assert_int_equal(aoi_view(w, id, a.ids, MAX_IDS, &a.count), 0);
+        assert_int_equal(aoi_view(ref, id, b.ids, MAX_IDS, &b.count), 0);
+        assert_true(b.count <= MAX_IDS);
+        expect_ids(&a, b.ids, b.count);
+      }
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c);
+    }
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -2122,6 +2193,7 @@ int main(void)
       cmocka_unit_test(test_queries_out_of_memory),
       cmocka_unit_test(test_operations_out_of_memory),
       cmocka_unit_test(test_tick_out_of_memory),
+      cmocka_unit_test(test_relayout_tick_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
