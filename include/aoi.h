@@ -21,7 +21,10 @@
  *
  * Errors: functions return 0 or a negative AOI_E* code. A call that fails
  * changes nothing and writes no out-parameter, with one documented exception
- * (aoi_tick on AOI_ENOMEM).
+ * (aoi_tick on AOI_ENOMEM). Every function that takes a world returns
+ * AOI_EINVAL for a NULL world or a NULL out-parameter, and AOI_EBUSY while a
+ * tick is in flight (see aoi_tick_begin), before any other check; those that
+ * return ids or events may return AOI_ENOMEM when a buffer cannot grow.
  *
  * Results are deterministic: the events and query answers are identical for
  * every thread count and shard count.
@@ -150,8 +153,8 @@ AOI_EXPORT void aoi_destroy(aoi_world *world);
  * Operations. Each is validated at once against the state as submitted so
  * far (an id added and not yet ticked is live; a removed one is not) and
  * queued; nothing is visible to watchers before the next aoi_tick. Checks run
- * in this order: AOI_EINVAL (NULL world), AOI_EEXIST / AOI_ENOENT, then
- * AOI_EFLAGS, AOI_ECOORD, AOI_ERADIUS. Positions and radii are stored as the
+ * in this order: AOI_EINVAL (NULL world), AOI_EBUSY (a tick in flight),
+ * AOI_EEXIST / AOI_ENOENT, then AOI_EFLAGS, AOI_ECOORD, AOI_ERADIUS. Positions and radii are stored as the
  * given floats. AOI_ENOMEM when the queue cannot grow.
  */
 
@@ -289,7 +292,8 @@ typedef struct aoi_stats {
   const uint64_t *shard_ns;
 } aoi_stats;
 
-/* Writes the statistics of the last tick to *stats. */
+/* Writes the statistics of the last tick to *stats (zeros before the first
+   tick, but for threads and shards). */
 AOI_EXPORT int aoi_stats_get(const aoi_world *world, aoi_stats *stats);
 
 /* One shard as of the last tick, for tools that draw or tune the layout. */
