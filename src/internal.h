@@ -436,7 +436,6 @@ struct aoi_world {
   float radius_high; /* >= every live watcher's radius */
   bool radius_high_dirty;
   double last_ghost_reach;
-  double last_cell_size;
   uint64_t *query_ids;
   uint32_t query_capacity;
   aoi__plan plan;

@@ -274,15 +274,13 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
   AOI__STRESS();
   unsigned owner = aoi__worker_of(w, to);
   if (owner == k->index) {
-    aoi__shard *t = &w->shards[to];
-    int rc = aoi__reserve(&w->allocator, (void **)&t->entities, &t->capacity,
-                          t->count + 1, sizeof(aoi__entity));
+    /* Insert first: if that fails the entity stays where it is. */
+    int rc = aoi__shard_insert(&w->allocator, &w->shards[to], w->location, &e);
     if (rc != 0) {
-      fail(k, rc); /* it stays where it is, still correct for this tick */
+      fail(k, rc);
       return;
     }
     shard_take(s, w->location, slot);
-    (void)aoi__shard_insert(&w->allocator, t, w->location, &e);
   } else {
     aoi__batch *b = &k->handoffs_out[owner];
     uint32_t before = b->count;
@@ -328,6 +326,21 @@ static void take_handoffs(aoi__worker *k, const aoi__batch *b)
 
 /* ---- phase 2: exchange -------------------------------------------------- */
 
+/* Adds a ghost to one of this worker's shards; a shard that misses one
+   computes no view this tick. */
+static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
+{
+  int rc = aoi__reserve(&k->world->allocator, (void **)&t->ghosts,
+                        &t->ghost_capacity, t->ghost_count + 1,
+                        sizeof(aoi__ghost));
+  if (rc != 0) {
+    fail(k, rc);
+    t->degraded = true;
+    return;
+  }
+  t->ghosts[t->ghost_count++] = *g;
+}
+
 static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach)
 {
   aoi_world *w = k->world;
@@ -356,20 +369,10 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach)
         g.shard = to;
         k->ghosts++;
         unsigned owner = aoi__worker_of(w, to);
-        if (owner != k->index) {
+        if (owner != k->index)
           batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
-          continue;
-        }
-        aoi__shard *t = &w->shards[to];
-        int rc = aoi__reserve(&w->allocator, (void **)&t->ghosts,
-                              &t->ghost_capacity, t->ghost_count + 1,
-                              sizeof(aoi__ghost));
-        if (rc != 0) {
-          fail(k, rc);
-          t->degraded = true;
-        } else {
-          t->ghosts[t->ghost_count++] = g;
-        }
+        else
+          store_ghost(k, &w->shards[to], &g);
       }
   }
 }
@@ -381,18 +384,8 @@ static void take_ghosts(aoi__worker *k, const aoi__batch *b)
   if (b->incomplete) /* the peer dropped a ghost for one of these shards */
     for (unsigned s = k->index; s < w->shard_count; s += w->threads)
       w->shards[s].degraded = true;
-  for (uint32_t i = 0; i < b->count; i++) {
-    aoi__shard *t = &w->shards[items[i].shard];
-    int rc = aoi__reserve(&w->allocator, (void **)&t->ghosts,
-                          &t->ghost_capacity, t->ghost_count + 1,
-                          sizeof(aoi__ghost));
-    if (rc != 0) {
-      fail(k, rc);
-      t->degraded = true;
-      continue;
-    }
-    t->ghosts[t->ghost_count++] = items[i];
-  }
+  for (uint32_t i = 0; i < b->count; i++)
+    store_ghost(k, &w->shards[items[i].shard], &items[i]);
 }
 
 /* ---- phase 3: compute --------------------------------------------------- */
