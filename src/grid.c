@@ -140,15 +140,15 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
   aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
-  aoi__free(a, grid->order, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
 
 static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
                         uint32_t count, uint32_t cells)
 {
-  if (cells + 1 > grid->start_capacity) {
-    uint32_t capacity = cells + 1 + (cells + 1) / 2;
+  uint32_t slots = AOI__GRID_CLASSES * cells + 1;
+  if (slots > grid->start_capacity) {
+    uint32_t capacity = slots + slots / 2;
     uint32_t *start = aoi__realloc(a, grid->start,
                                    sizeof(uint32_t) * grid->start_capacity,
                                    sizeof(uint32_t) * capacity);
@@ -169,11 +169,9 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  bigger.order = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
   if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
-      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell ||
-      !bigger.order) {
+      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }
@@ -235,39 +233,28 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   grid->width = width;
   grid->height = height;
   grid->count = count;
+  /* Counting sort by (cell, class): within a cell the changed markers come
+     first, then the other markers, then the entries that are no marker. */
+  uint32_t slots = AOI__GRID_CLASSES * cells;
   uint32_t *start = grid->start;
-  memset(start, 0, sizeof(uint32_t) * (cells + 1));
+  memset(start, 0, sizeof(uint32_t) * (slots + 1));
   for (uint32_t i = 0; i < count; i++) {
     uint32_t cx = cell_axis(items[i].x, min_x, grid->inverse, width);
     uint32_t cy = cell_axis(items[i].y, min_y, grid->inverse, height);
-    uint32_t c = cy * width + cx;
-    grid->cell[i] = c;
-    start[c + 1]++;
+    uint32_t info = items[i].info;
+    uint32_t class = !(info & AOI__ENTRY_MARKER)  ? 2
+                     : (info & AOI__ENTRY_CHANGED) ? 0
+                                                   : 1;
+    uint32_t key = AOI__GRID_CLASSES * (cy * width + cx) + class;
+    grid->cell[i] = key;
+    start[key + 1]++;
   }
-  for (uint32_t c = 0; c < cells; c++)
-    start[c + 1] += start[c];
-  /* Counting sort by cell, with start[c] as the running cursor, then shift
-     the cursors back to the starts. */
-  uint32_t *order = grid->order;
-  for (uint32_t i = 0; i < count; i++)
-    order[start[grid->cell[i]]++] = i;
-  for (uint32_t c = cells; c > 0; c--)
-    start[c] = start[c - 1];
-  start[0] = 0;
-  /* Within a cell, by id: a query then gathers sorted runs to merge. */
-  for (uint32_t c = 0; c < cells; c++)
-    for (uint32_t i = start[c] + 1; i < start[c + 1]; i++) {
-      uint32_t v = order[i];
-      uint64_t id = items[v].id;
-      uint32_t j = i;
-      while (j > start[c] && items[order[j - 1]].id > id) {
-        order[j] = order[j - 1];
-        j--;
-      }
-      order[j] = v;
-    }
-  for (uint32_t at = 0; at < count; at++) {
-    const aoi__grid_item *it = &items[order[at]];
+  for (uint32_t k = 0; k < slots; k++)
+    start[k + 1] += start[k];
+  /* start[k] serves as the running cursor, then the cursors shift back. */
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t at = start[grid->cell[i]]++;
+    const aoi__grid_item *it = &items[i];
     grid->x[at] = it->x;
     grid->y[at] = it->y;
     grid->id[at] = it->id;
@@ -276,6 +263,9 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
     grid->info[at] = it->info;
     grid->slot[at] = it->slot;
   }
+  for (uint32_t k = slots; k > 0; k--)
+    start[k] = start[k - 1];
+  start[0] = 0;
   return 0;
 }
 
@@ -292,23 +282,28 @@ bool aoi__grid_valid(const aoi__grid *grid)
 {
   if (grid->width == 0)
     return grid->count == 0;
-  uint32_t cells = grid->width * grid->height;
-  if (grid->start[0] != 0 || grid->start[cells] != grid->count)
+  uint32_t slots = AOI__GRID_CLASSES * grid->width * grid->height;
+  if (grid->start[0] != 0 || grid->start[slots] != grid->count)
     return false;
   for (uint32_t cy = 0; cy < grid->height; cy++)
     for (uint32_t cx = 0; cx < grid->width; cx++) {
       uint32_t c = cy * grid->width + cx;
-      if (grid->start[c] > grid->start[c + 1])
-        return false;
-      for (uint32_t i = grid->start[c] + 1; i < grid->start[c + 1]; i++)
-        if (grid->id[i - 1] > grid->id[i])
+      for (uint32_t class = 0; class < AOI__GRID_CLASSES; class++) {
+        uint32_t k = AOI__GRID_CLASSES * c + class;
+        if (grid->start[k] > grid->start[k + 1])
           return false;
-      for (uint32_t i = grid->start[c]; i < grid->start[c + 1]; i++) {
-        double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
-        uint32_t r[4];
-        aoi__grid_range(grid, box, r);
-        if (r[0] != cx || r[1] != cy)
-          return false;
+        for (uint32_t i = grid->start[k]; i < grid->start[k + 1]; i++) {
+          uint32_t info = grid->info[i];
+          bool marker = (info & AOI__ENTRY_MARKER) != 0;
+          bool changed = (info & AOI__ENTRY_CHANGED) != 0;
+          if (marker != (class < 2) || (marker && changed != (class == 0)))
+            return false;
+          double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
+          uint32_t r[4];
+          aoi__grid_range(grid, box, r);
+          if (r[0] != cx || r[1] != cy)
+            return false;
+        }
       }
     }
   return true;

@@ -33,6 +33,43 @@ int aoi__host_init(aoi_world *w)
   return w->current == NULL ? AOI_ENOMEM : 0;
 }
 
+/* The per-handle tables live in one block, so growing them is one
+   allocation: it succeeds or changes nothing. */
+typedef struct handle_tables {
+  aoi__host_entity *host;
+  aoi__location *location;
+  aoi__mark *mark;
+  aoi__outbox *outbox;
+  uint32_t *free_handles, *limbo;
+  uint8_t *in_pending;
+} handle_tables;
+
+static size_t align16(size_t n)
+{
+  return (n + 15) & ~(size_t)15;
+}
+
+/* The block's size for `cap` handles; with `block`, where each table is. */
+static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
+{
+  size_t at = 0;
+#define TABLE(field, elem)                                                     \
+  do {                                                                         \
+    if (block != NULL)                                                         \
+      t->field = (void *)(block + at);                                         \
+    at += align16(sizeof(elem) * (size_t)cap);                                 \
+  } while (0)
+  TABLE(host, aoi__host_entity);
+  TABLE(location, aoi__location);
+  TABLE(mark, aoi__mark);
+  TABLE(outbox, aoi__outbox);
+  TABLE(free_handles, uint32_t);
+  TABLE(limbo, uint32_t);
+  TABLE(in_pending, uint8_t);
+#undef TABLE
+  return at;
+}
+
 void aoi__host_free(aoi_world *w)
 {
   const aoi_allocator *a = &w->allocator;
@@ -40,12 +77,8 @@ void aoi__host_free(aoi_world *w)
   if (w->outbox != NULL)
     for (uint32_t h = 0; h < w->handle_capacity; h++)
       aoi__outbox_free(a, &w->outbox[h]);
-  aoi__free(a, w->host, sizeof(aoi__host_entity) * w->handle_capacity);
-  aoi__free(a, w->location, sizeof(aoi__location) * w->handle_capacity);
-  aoi__free(a, w->outbox, sizeof(aoi__outbox) * w->handle_capacity);
-  aoi__free(a, w->in_pending, w->handle_capacity);
-  aoi__free(a, w->free_handles, sizeof(uint32_t) * w->free_capacity);
-  aoi__free(a, w->limbo, sizeof(uint32_t) * w->limbo_capacity);
+  if (w->host != NULL)
+    aoi__free(a, w->host, handle_block(w->handle_capacity, NULL, NULL));
   aoi__pending_free(a, &w->pending);
   if (w->current != NULL) {
     for (unsigned s = 0; s < w->shard_count; s++)
@@ -80,9 +113,7 @@ void aoi__host_free(aoi_world *w)
 
 /* ---- handles ------------------------------------------------------------ */
 
-/* Makes sure one more handle can be taken. The per-handle arrays grow
-   together: all new arrays are allocated before any old one is let go, so a
-   failure leaves every array as it was. */
+/* Makes sure one more handle can be taken. */
 static int reserve_handle(aoi_world *w)
 {
   if (w->free_count > 0 || w->handle_count < w->handle_capacity)
@@ -92,46 +123,33 @@ static int reserve_handle(aoi_world *w)
   if (old >= (UINT32_MAX - 1) / 2)
     return AOI_ENOMEM;
   uint32_t cap = old ? old * 2 : 64;
-  aoi__host_entity *host = aoi__alloc(a, sizeof(*host) * cap);
-  aoi__location *location = aoi__alloc(a, sizeof(*location) * cap);
-  aoi__outbox *outbox = aoi__alloc(a, sizeof(*outbox) * cap);
-  uint8_t *in_pending = aoi__alloc(a, cap);
-  uint32_t *free_handles = aoi__alloc(a, sizeof(uint32_t) * cap);
-  uint32_t *limbo = aoi__alloc(a, sizeof(uint32_t) * cap);
-  if (!host || !location || !outbox || !in_pending || !free_handles || !limbo) {
-    aoi__free(a, host, sizeof(*host) * cap);
-    aoi__free(a, location, sizeof(*location) * cap);
-    aoi__free(a, outbox, sizeof(*outbox) * cap);
-    aoi__free(a, in_pending, cap);
-    aoi__free(a, free_handles, sizeof(uint32_t) * cap);
-    aoi__free(a, limbo, sizeof(uint32_t) * cap);
+  char *block = aoi__alloc(a, handle_block(cap, NULL, NULL));
+  if (block == NULL)
     return AOI_ENOMEM;
-  }
+  handle_tables t;
+  handle_block(cap, block, &t);
   if (old > 0) {
-    memcpy(host, w->host, sizeof(*host) * old);
-    memcpy(location, w->location, sizeof(*location) * old);
-    memcpy(outbox, w->outbox, sizeof(*outbox) * old);
-    memcpy(in_pending, w->in_pending, old);
-    memcpy(free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
-    memcpy(limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
+    memcpy(t.host, w->host, sizeof(*t.host) * old);
+    memcpy(t.location, w->location, sizeof(*t.location) * old);
+    memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
+    memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
+    memcpy(t.in_pending, w->in_pending, old);
+    memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
+    memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
   }
-  memset(host + old, 0, sizeof(*host) * (cap - old));
-  memset(location + old, 0xff, sizeof(*location) * (cap - old));
-  memset(outbox + old, 0, sizeof(*outbox) * (cap - old));
-  memset(in_pending + old, 0, cap - old);
-  aoi__free(a, w->host, sizeof(*host) * old);
-  aoi__free(a, w->location, sizeof(*location) * old);
-  aoi__free(a, w->outbox, sizeof(*outbox) * old);
-  aoi__free(a, w->in_pending, old);
-  aoi__free(a, w->free_handles, sizeof(uint32_t) * w->free_capacity);
-  aoi__free(a, w->limbo, sizeof(uint32_t) * w->limbo_capacity);
-  w->host = host;
-  w->location = location;
-  w->outbox = outbox;
-  w->in_pending = in_pending;
-  w->free_handles = free_handles;
-  w->limbo = limbo;
-  w->free_capacity = w->limbo_capacity = cap;
+  memset(t.host + old, 0, sizeof(*t.host) * (cap - old));
+  memset(t.location + old, 0xff, sizeof(*t.location) * (cap - old));
+  memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
+  memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
+  memset(t.in_pending + old, 0, cap - old);
+  aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
+  w->host = t.host;
+  w->location = t.location;
+  w->mark = t.mark;
+  w->outbox = t.outbox;
+  w->in_pending = t.in_pending;
+  w->free_handles = t.free_handles;
+  w->limbo = t.limbo;
   w->handle_capacity = cap;
   return 0;
 }
@@ -757,8 +775,8 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
       uint32_t r[4];
       aoi__grid_range(g, box, r);
       for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-        for (uint32_t i = g->start[cy * g->width + r[0]];
-             i < g->start[cy * g->width + r[2] + 1]; i++) {
+        for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
+             i < aoi__grid_row_end(g, cy, r[2]); i++) {
           const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_MARKER;
           if ((g->info[i] & want) != want || (g->layers[i] & layer_mask) == 0)
             continue;
@@ -839,8 +857,8 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
         uint32_t r[4];
         aoi__grid_range(g, box, r);
         for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-          for (uint32_t i = g->start[cy * g->width + r[0]];
-               i < g->start[cy * g->width + r[2] + 1]; i++) {
+          for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
+               i < aoi__grid_row_end(g, cy, r[2]); i++) {
             const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
             if ((g->info[i] & want) != want)
               continue;

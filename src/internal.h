@@ -171,23 +171,27 @@ unsigned aoi__layout_row(const aoi__layout *layout, double y);
 unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 
 /* Uniform spatial grid over one shard's entries, rebuilt every tick by a
-   counting sort; entries are stored by cell, structure of arrays. */
+   counting sort; entries are stored by cell, structure of arrays. Within a
+   cell come first the markers that changed this tick (added, moved, new
+   layers), then the other markers, then the entries that are no marker:
+   start[] has AOI__GRID_CLASSES offsets per cell. */
 #define AOI__ENTRY_MARKER 1u
 #define AOI__ENTRY_WATCHER 2u
 #define AOI__ENTRY_OWNED 4u
+#define AOI__ENTRY_CHANGED 8u
+#define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
   double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
   uint32_t width, height;
-  uint32_t *start; /* width * height + 1 offsets */
+  uint32_t *start; /* AOI__GRID_CLASSES * width * height + 1 offsets */
   uint32_t start_capacity;
   uint32_t count, capacity;
   float *x, *y;
   uint64_t *id;
   uint32_t *handle, *layers, *info;
   uint32_t *slot; /* owned entries: index in the shard's entity array */
-  uint32_t *cell;  /* scratch for the build */
-  uint32_t *order; /* scratch for the build */
+  uint32_t *cell; /* scratch for the build */
 } aoi__grid;
 
 /* One entry to index. */
@@ -206,6 +210,17 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4]);
 bool aoi__grid_valid(const aoi__grid *grid);
+/* The entries of cells cx0..cx1 of row cy, which lie contiguously. */
+static inline uint32_t aoi__grid_row_begin(const aoi__grid *grid, uint32_t cy,
+                                           uint32_t cx0)
+{
+  return grid->start[AOI__GRID_CLASSES * (cy * grid->width + cx0)];
+}
+static inline uint32_t aoi__grid_row_end(const aoi__grid *grid, uint32_t cy,
+                                         uint32_t cx1)
+{
+  return grid->start[AOI__GRID_CLASSES * (cy * grid->width + cx1 + 1)];
+}
 
 /* ---- outboxes and the pending list (outbox.c) -------------------------- */
 
@@ -214,6 +229,11 @@ typedef struct aoi__outbox {
   uint32_t count, capacity;
 } aoi__outbox;
 
+/* Room for `count` more events at the end of the outbox (not yet counted),
+   or NULL when it cannot grow. A drained outbox that once held a long
+   backlog gives the excess back first. */
+aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
+                               uint32_t count);
 int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
                        const aoi_event *events, uint32_t count);
 void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
@@ -284,7 +304,9 @@ typedef struct aoi__entity {
   float x, y;
   float radius;
   uint32_t layers, interest;
-  uint64_t touched; /* the last tick whose ops moved or added it */
+  uint64_t touched;  /* the last tick whose ops moved or added it */
+  uint64_t changed;  /* the last tick whose ops changed it in any way */
+  uint64_t computed; /* the last tick that computed its view (watchers) */
   aoi__view view;
 } aoi__entity;
 
@@ -293,13 +315,25 @@ typedef struct aoi__ghost {
   uint64_t id;
   uint32_t handle, layers;
   float x, y;
-  uint32_t shard; /* destination, in batches */
+  uint32_t shard;   /* destination, in batches */
+  uint32_t changed; /* the marker changed this tick */
 } aoi__ghost;
 
 typedef struct aoi__handoff {
   uint32_t shard; /* destination */
   aoi__entity entity;
 } aoi__handoff;
+
+/* What any worker may read of any handle in the compute phase: where the
+   entity is and, when it is a live marker, its layers (else 0, so no
+   interest matches). Written only in the apply phase, by the worker whose
+   shard applies the handle's ops; the exchange batches every worker waits
+   for before computing order those writes before every read. */
+typedef struct aoi__mark {
+  float x, y;
+  uint32_t layers;
+  uint32_t changed; /* low 32 bits of the last tick that changed it */
+} aoi__mark;
 
 /* Where a handle lives: written only by its owning worker during a tick. */
 typedef struct aoi__location {
@@ -345,10 +379,10 @@ typedef struct aoi__tick_command {
   int shutdown;
 } aoi__tick_command;
 
+/* A marker that enters a watcher's view this tick. */
 typedef struct aoi__candidate {
   uint64_t id;
   uint32_t handle;
-  uint32_t inner; /* within the radius itself, not only the hysteresis */
   float x, y;
 } aoi__candidate;
 
@@ -365,14 +399,11 @@ typedef struct aoi__worker {
   /* compute scratch */
   aoi__candidate *candidates;
   uint32_t candidate_capacity;
-  aoi__candidate *spare; /* merge buffer */
-  uint32_t spare_capacity;
-  uint32_t *runs; /* sorted runs among the candidates */
-  uint32_t run_capacity;
-  aoi_event *events;
+  aoi_event *events; /* a watcher's moves, before they follow its enters */
   uint32_t event_capacity;
-  aoi__seen *next_view;
-  uint32_t next_view_capacity;
+  uint32_t *stamp; /* per handle: the serial of the watcher whose view
+                      holds it, so membership is one load */
+  uint32_t stamp_capacity, serial;
   uint32_t *new_pending; /* watchers whose outbox became non-empty */
   uint32_t new_pending_count, new_pending_capacity;
   /* results of the last tick */
@@ -414,15 +445,16 @@ struct aoi_world {
 
   /* host side */
   aoi__idmap ids;
-  aoi__host_entity *host;
+  aoi__host_entity *host; /* first of the per-handle tables, one block */
   uint32_t handle_capacity, handle_count; /* high-water mark */
   aoi__location *location;                /* per handle */
+  aoi__mark *mark;                        /* per handle */
   aoi__outbox *outbox;                    /* per handle */
   uint8_t *in_pending;                    /* per handle */
-  uint32_t *free_handles;
-  uint32_t free_count, free_capacity;
-  uint32_t *limbo; /* removed this tick, free after it */
-  uint32_t limbo_count, limbo_capacity;
+  uint32_t *free_handles; /* handle_capacity each, like every per-handle */
+  uint32_t free_count;     /* table: one block, see host.c */
+  uint32_t *limbo;         /* removed this tick, free after it */
+  uint32_t limbo_count;
   aoi__pending pending;
   aoi__chunk **current; /* per shard: the chunk being filled */
   aoi__chunk *chunk_pool;

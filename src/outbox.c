@@ -18,13 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
-                       const aoi_event *events, uint32_t count)
+aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
+                               uint32_t count)
 {
-  if (count == 0)
-    return 0;
   if (outbox->count > UINT32_MAX - count)
-    return AOI_ENOMEM;
+    return NULL;
   /* A drained outbox that once held a long backlog (a host that drained
      late) gives the excess back, so memory follows the crowd, not the
      worst backlog ever seen. If the shrink fails, it keeps what it had. */
@@ -38,11 +36,21 @@ int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
       outbox->capacity = capacity;
     }
   }
-  int rc = aoi__reserve(a, (void **)&outbox->events, &outbox->capacity,
-                        outbox->count + count, sizeof(aoi_event));
-  if (rc != 0)
-    return rc;
-  memcpy(outbox->events + outbox->count, events, sizeof(aoi_event) * count);
+  if (aoi__reserve(a, (void **)&outbox->events, &outbox->capacity,
+                   outbox->count + count, sizeof(aoi_event)) != 0)
+    return NULL;
+  return outbox->events + outbox->count;
+}
+
+int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
+                       const aoi_event *events, uint32_t count)
+{
+  if (count == 0)
+    return 0;
+  aoi_event *room = aoi__outbox_reserve(a, outbox, count);
+  if (room == NULL)
+    return AOI_ENOMEM;
+  memcpy(room, events, sizeof(aoi_event) * count);
   outbox->count += count;
   return 0;
 }

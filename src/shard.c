@@ -22,11 +22,14 @@
  *     is now in that shard, owned or ghosted.
  *
  *  3. Compute. The shard indexes its owned entities and ghosts in a uniform
- *     grid, then for each owned watcher gathers the markers within its reach
- *     plus hysteresis, sorts them by id, and merges them with its previous
- *     view (also sorted by id): that merge yields the leaves, enters and
- *     moves in output order, and the new view. Events go straight into the
- *     watcher's outbox, which this worker owns while it owns the watcher.
+ *     grid (the markers that changed this tick first in each cell). Each
+ *     owned watcher checks its previous view (sorted by id) against the
+ *     markers' current marks: leaves, moves and kept entries come out in id
+ *     order. Enters are the markers within its radius, found in the grid,
+ *     that the view does not hold; a watcher that did not change, and whose
+ *     view the last tick computed, only looks at the changed markers. Events
+ *     go straight into the watcher's outbox, which this worker owns while it
+ *     owns the watcher.
  *
  * Batches are owned by their producer and reused every tick; the consumer is
  * done with one before it reports the tick done, and the host starts the
@@ -104,10 +107,8 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->handoffs_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->candidates, sizeof(aoi__candidate) * k->candidate_capacity);
-    aoi__free(a, k->spare, sizeof(aoi__candidate) * k->spare_capacity);
-    aoi__free(a, k->runs, sizeof(uint32_t) * k->run_capacity);
     aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
-    aoi__free(a, k->next_view, sizeof(aoi__seen) * k->next_view_capacity);
+    aoi__free(a, k->stamp, sizeof(uint32_t) * k->stamp_capacity);
     aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
@@ -195,6 +196,15 @@ static void touch(aoi__worker *k, aoi__shard *s, uint32_t handle)
   s->touched[s->touched_count++] = handle;
 }
 
+static void set_mark(aoi_world *w, const aoi__entity *e, uint64_t tick)
+{
+  aoi__mark *m = &w->mark[e->handle];
+  m->x = e->x;
+  m->y = e->y;
+  m->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
+  m->changed = (uint32_t)tick;
+}
+
 static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
                      uint64_t tick)
 {
@@ -209,17 +219,19 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     e.radius = op->radius;
     e.layers = op->layers;
     e.interest = op->interest;
-    e.touched = tick;
+    e.touched = e.changed = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       fail(k, rc);
       return;
     }
     touch(k, s, op->handle);
+    set_mark(w, &e, tick);
     return;
   }
   aoi__location *loc = &w->location[op->handle];
   aoi__entity *e = &s->entities[loc->slot];
+  e->changed = tick;
   switch (op->kind) {
   case AOI__OP_MOVE:
     if (e->touched != tick) {
@@ -239,12 +251,14 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
   case AOI__OP_REMOVE:
     aoi__free(&w->allocator, e->view.items,
               sizeof(aoi__seen) * e->view.capacity);
+    w->mark[op->handle] = (aoi__mark){0, 0, 0, (uint32_t)tick};
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
-    break;
+    return;
   default:
     break;
   }
+  set_mark(w, e, tick);
 }
 
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
@@ -341,7 +355,8 @@ static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
   t->ghosts[t->ghost_count++] = *g;
 }
 
-static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach)
+static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
+                           uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi__layout *l = &w->layout;
@@ -361,6 +376,7 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach)
     g.layers = e->layers;
     g.x = e->x;
     g.y = e->y;
+    g.changed = e->changed == tick;
     for (unsigned row = r0; row <= r1; row++)
       for (unsigned col = c0; col <= c1; col++) {
         unsigned to = row * l->cols + col;
@@ -390,36 +406,8 @@ static void take_ghosts(aoi__worker *k, const aoi__batch *b)
 
 /* ---- phase 3: compute --------------------------------------------------- */
 
-/* Merges the sorted runs of c[0, n) (run r is [runs[r], runs[r + 1])) into
-   one sorted run, ping-ponging with `spare`. Returns where the result is. */
-static aoi__candidate *merge_runs(aoi__candidate *c, aoi__candidate *spare,
-                                  uint32_t *runs, uint32_t nr, uint32_t n)
-{
-  while (nr > 1) {
-    uint32_t merged = 0;
-    for (uint32_t r = 0; r < nr; r += 2) {
-      uint32_t lo = runs[r];
-      uint32_t mid = r + 1 < nr ? runs[r + 1] : n;
-      uint32_t hi = r + 2 < nr ? runs[r + 2] : n;
-      uint32_t i = lo, j = mid, out = lo;
-      while (i < mid && j < hi)
-        spare[out++] = c[j].id < c[i].id ? c[j++] : c[i++];
-      while (i < mid)
-        spare[out++] = c[i++];
-      while (j < hi)
-        spare[out++] = c[j++];
-      runs[merged++] = lo;
-    }
-    nr = merged;
-    runs[nr] = n;
-    aoi__candidate *swap = c;
-    c = spare;
-    spare = swap;
-  }
-  return c;
-}
-
-static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size)
+static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
+                       uint64_t tick)
 {
   const aoi_allocator *a = &k->world->allocator;
   uint32_t n = s->count + s->ghost_count;
@@ -441,6 +429,8 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size)
       it->info |= AOI__ENTRY_MARKER;
     if (e->flags & AOI_WATCHER)
       it->info |= AOI__ENTRY_WATCHER;
+    if (e->changed == tick)
+      it->info |= AOI__ENTRY_CHANGED;
   }
   for (uint32_t i = 0; i < s->ghost_count; i++) {
     const aoi__ghost *g = &s->ghosts[i];
@@ -451,156 +441,233 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size)
     it->handle = g->handle;
     it->layers = g->layers;
     it->slot = AOI__NONE;
-    it->info = AOI__ENTRY_MARKER;
+    it->info = AOI__ENTRY_MARKER | (g->changed ? AOI__ENTRY_CHANGED : 0);
   }
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
 
-/* Computes one watcher's new view and events. Every allocation comes before
+/* One stamp per handle. New stamps are zero, and serials start at 1. */
+static int reserve_stamps(aoi__worker *k)
+{
+  uint32_t old = k->stamp_capacity, need = k->world->handle_count;
+  if (need <= old)
+    return 0;
+  int rc = aoi__reserve(&k->world->allocator, (void **)&k->stamp,
+                        &k->stamp_capacity, need, sizeof(uint32_t));
+  if (rc != 0)
+    return rc;
+  memset(k->stamp + old, 0, sizeof(uint32_t) * (k->stamp_capacity - old));
+  return 0;
+}
+
+/* A fresh serial for the next watcher: stamp[h] == serial marks the handles
+   its view holds. */
+static uint32_t next_serial(aoi__worker *k)
+{
+  if (++k->serial == 0) {
+    memset(k->stamp, 0, sizeof(uint32_t) * k->stamp_capacity);
+    k->serial = 1;
+  }
+  return k->serial;
+}
+
+/* Sorts enters by id in place, without allocating: insertion sort for the
+   usual handful, heapsort for a first tick's crowd. */
+static void sift_down(aoi__candidate *c, uint32_t at, uint32_t n)
+{
+  aoi__candidate v = c[at];
+  for (;;) {
+    uint32_t child = 2 * at + 1;
+    if (child >= n)
+      break;
+    if (child + 1 < n && c[child + 1].id > c[child].id)
+      child++;
+    if (c[child].id <= v.id)
+      break;
+    c[at] = c[child];
+    at = child;
+  }
+  c[at] = v;
+}
+
+static void sort_by_id(aoi__candidate *c, uint32_t n)
+{
+  if (n > 32) {
+    for (uint32_t i = n / 2; i-- > 0;)
+      sift_down(c, i, n);
+    for (uint32_t end = n; end-- > 1;) {
+      aoi__candidate top = c[0];
+      c[0] = c[end];
+      c[end] = top;
+      sift_down(c, 0, end);
+    }
+    return;
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    aoi__candidate v = c[i];
+    uint32_t j = i;
+    while (j > 0 && c[j - 1].id > v.id) {
+      c[j] = c[j - 1];
+      j--;
+    }
+    c[j] = v;
+  }
+}
+
+/* Appends to k->candidates the entries [begin, end) of the grid that enter
+   the view of watcher e: markers within its radius that the view does not
+   hold. Returns false when the candidates cannot grow. */
+static bool find_enters(aoi__worker *k, const aoi__entity *e,
+                        const aoi__grid *g, uint32_t begin, uint32_t end,
+                        uint32_t serial, uint32_t *n)
+{
+  const aoi__shape *shape = &k->world->shape;
+  double radius = e->radius;
+  for (uint32_t i = begin; i < end; i++) {
+    if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], radius) ||
+        !(g->info[i] & AOI__ENTRY_MARKER) ||
+        (g->layers[i] & e->interest) == 0 || g->handle[i] == e->handle ||
+        k->stamp[g->handle[i]] == serial)
+      continue;
+    if (*n == k->candidate_capacity &&
+        aoi__reserve(&k->world->allocator, (void **)&k->candidates,
+                     &k->candidate_capacity, *n + 1,
+                     sizeof(aoi__candidate)) != 0)
+      return false;
+    aoi__candidate *c = &k->candidates[(*n)++];
+    c->id = g->id[i];
+    c->handle = g->handle[i];
+    c->x = g->x[i];
+    c->y = g->y[i];
+  }
+  return true;
+}
+
+/* Computes one watcher's events and new view. Every allocation comes before
    any change: on failure the watcher keeps its view and gets no events this
-   tick, and its next tick's diff covers both ticks. */
+   tick, and its next tick's diff covers both ticks.
+
+   Its view holds (id, handle, the position it was last told), by id. Each
+   entry is checked against the marker's current mark: a leave when it is
+   gone, out of reach (hysteresis included) or no longer of interest, else
+   kept, with a move when it is not where the watcher was told. Enters come
+   from the grid: markers within the radius whose handle the view does not
+   hold. When neither the watcher nor its view changed since the last tick
+   (it did not move, and that tick computed it), only markers that changed
+   this tick can enter, so only those are scanned: cost follows change. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi_allocator *a = &w->allocator;
   const aoi__shape *shape = &w->shape;
-  double hysteresis = w->config.hysteresis;
-  double inner = e->radius, outer = inner + hysteresis;
-  double box[4];
-  uint32_t r[4];
-  aoi__reach_box(shape, e->x, e->y, outer, box);
-  aoi__grid_range(g, box, r);
-
-  /* Gather the markers in reach. Each cell holds its entries by id, so the
-     candidates come as sorted runs, one per non-empty cell. */
-  uint32_t n = 0, nr = 0;
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-    for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
-      uint32_t cell = cy * g->width + cx, begin = n;
-      for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
-        if (!(g->info[i] & AOI__ENTRY_MARKER) || g->handle[i] == e->handle ||
-            (g->layers[i] & e->interest) == 0)
-          continue;
-        if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
-          continue;
-        if (n == k->candidate_capacity &&
-            aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
-                         n + 1, sizeof(aoi__candidate)) != 0) {
-          fail(k, AOI_ENOMEM);
-          return;
-        }
-        aoi__candidate *c = &k->candidates[n++];
-        c->id = g->id[i];
-        c->handle = g->handle[i];
-        c->x = g->x[i];
-        c->y = g->y[i];
-        c->inner = hysteresis == 0 ||
-                   aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner);
-      }
-      if (n == begin)
-        continue;
-      if (nr + 2 > k->run_capacity &&
-          aoi__reserve(a, (void **)&k->runs, &k->run_capacity, nr + 2,
-                       sizeof(uint32_t)) != 0) {
-        fail(k, AOI_ENOMEM);
-        return;
-      }
-      k->runs[nr++] = begin;
-    }
-  if (k->spare_capacity < n &&
-      aoi__reserve(a, (void **)&k->spare, &k->spare_capacity, n,
-                   sizeof(aoi__candidate)) != 0) {
-    fail(k, AOI_ENOMEM);
-    return;
-  }
-  if (nr > 0)
-    k->runs[nr] = n;
-  const aoi__candidate *cand =
-      merge_runs(k->candidates, k->spare, k->runs, nr, n);
-
   aoi__view *view = &e->view;
+  aoi__seen *seen = view->items;
   uint32_t v = view->count;
-  if (aoi__reserve(a, (void **)&k->events, &k->event_capacity, v + 2 * n + 1,
-                   sizeof(aoi_event)) != 0 ||
-      aoi__reserve(a, (void **)&k->next_view, &k->next_view_capacity,
-                   v + n + 1, sizeof(aoi__seen)) != 0) {
-    fail(k, AOI_ENOMEM);
+  uint32_t serial = next_serial(k);
+  for (uint32_t i = 0; i < v; i++)
+    k->stamp[seen[i].handle] = serial;
+
+  double box[4];
+  uint32_t r[4], n = 0;
+  aoi__reach_box(shape, e->x, e->y, e->radius, box);
+  aoi__grid_range(g, box, r);
+  bool whole = e->changed == tick || e->computed + 1 != tick;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    bool ok = true;
+    if (whole) {
+      ok = find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
+                       aoi__grid_row_end(g, cy, r[2]), serial, &n);
+    } else {
+      for (uint32_t cx = r[0]; ok && cx <= r[2]; cx++) {
+        const uint32_t *at = &g->start[AOI__GRID_CLASSES * (cy * g->width + cx)];
+        ok = find_enters(k, e, g, at[0], at[1], serial, &n);
+      }
+    }
+    if (!ok) {
+      fail(k, AOI_ENOMEM);
+      return;
+    }
+  }
+  if (v + n == 0) {
+    e->computed = tick;
     return;
   }
-  /* leaves at [0, v), enters at [v, v + n), moves at [v + n, v + 2n) */
-  aoi_event *leaves = k->events, *enters = leaves + v, *moves = enters + n;
-  aoi__seen *next = k->next_view;
-  uint32_t nl = 0, ne = 0, nm = 0, nv = 0;
-  uint32_t stamp = (uint32_t)tick;
-  bool move_events = w->config.move_events != 0;
-  const aoi__seen *old = view->items;
-  uint32_t i = 0, j = 0;
-  while (i < v || j < n) {
-    if (j == n || (i < v && old[i].id < cand[j].id)) {
-      leaves[nl++] = (aoi_event){old[i].id, 0, 0, AOI_LEAVE, stamp};
-      i++;
-      continue;
-    }
-    const aoi__candidate *c = &cand[j];
-    bool same = i < v && old[i].id == c->id;
-    if (same && old[i].handle == c->handle) {
-      /* still seen (hysteresis applies): a move if it is not where this
-         watcher was last told it is */
-      next[nv++] = (aoi__seen){c->id, c->handle, c->x, c->y};
-      if (c->x != old[i].x || c->y != old[i].y) {
-        if (move_events)
-          moves[nm++] = (aoi_event){c->id, c->x, c->y, AOI_MOVE, stamp};
-        else
-          next[nv - 1] = old[i]; /* nothing was told */
-      }
-    } else {
-      if (same) /* the id was removed and added again: a new entity */
-        leaves[nl++] = (aoi_event){old[i].id, 0, 0, AOI_LEAVE, stamp};
-      if (c->inner) {
-        enters[ne++] = (aoi_event){c->id, c->x, c->y, AOI_ENTER, stamp};
-        next[nv++] = (aoi__seen){c->id, c->handle, c->x, c->y};
-      }
-    }
-    if (same)
-      i++;
-    j++;
-  }
+  aoi__candidate *enters = k->candidates;
+  sort_by_id(enters, n);
 
-  uint32_t total = nl + ne + nm;
   aoi__outbox *outbox = &w->outbox[e->handle];
   bool was_empty = outbox->count == 0;
-  if (aoi__reserve(a, (void **)&view->items, &view->capacity, nv,
+  aoi_event *out;
+  if (aoi__reserve(a, (void **)&k->events, &k->event_capacity, v + 1,
+                   sizeof(aoi_event)) != 0 ||
+      aoi__reserve(a, (void **)&view->items, &view->capacity, v + n,
                    sizeof(aoi__seen)) != 0 ||
-      (total > 0 && was_empty &&
+      (out = aoi__outbox_reserve(a, outbox, v + n)) == NULL ||
+      (was_empty &&
        aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
                     k->new_pending_count + 1, sizeof(uint32_t)) != 0)) {
     fail(k, AOI_ENOMEM);
     return;
   }
   AOI__STRESS();
-  if (total > 0) {
-    /* Close the gaps so the three groups go to the outbox in one copy. */
-    memmove(leaves + nl, enters, sizeof(aoi_event) * ne);
-    memmove(leaves + nl + ne, moves, sizeof(aoi_event) * nm);
-    if (aoi__outbox_append(a, outbox, leaves, total) != 0) {
-      fail(k, AOI_ENOMEM);
-      return;
+  seen = view->items;
+
+  /* Leaves go straight to the outbox, moves to k->events until the enters
+     are in; kept entries close up in place. */
+  const aoi__mark *mark = w->mark;
+  double outer = (double)e->radius + w->config.hysteresis;
+  bool move_events = w->config.move_events != 0;
+  uint32_t stamp = (uint32_t)tick;
+  aoi_event *moves = k->events;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    aoi__seen s = seen[i];
+    const aoi__mark *m = &mark[s.handle];
+    if ((m->layers & e->interest) == 0 ||
+        !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
+      out[nl++] = (aoi_event){s.id, 0, 0, AOI_LEAVE, stamp};
+      continue;
     }
+    if (move_events && (m->x != s.x || m->y != s.y)) {
+      moves[nm++] = (aoi_event){s.id, m->x, m->y, AOI_MOVE, stamp};
+      s.x = m->x;
+      s.y = m->y;
+    }
+    seen[kept++] = s;
+  }
+  for (uint32_t j = 0; j < n; j++)
+    out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
+                              AOI_ENTER, stamp};
+  memcpy(out + nl + n, moves, sizeof(aoi_event) * nm);
+
+  /* The new view: kept and enters merged by id, from the back, in place. */
+  uint32_t i = kept, j = n, to = kept + n;
+  while (j > 0) {
+    if (i > 0 && seen[i - 1].id > enters[j - 1].id) {
+      seen[--to] = seen[--i];
+    } else {
+      const aoi__candidate *c = &enters[--j];
+      seen[--to] = (aoi__seen){c->id, c->handle, c->x, c->y};
+    }
+  }
+  view->count = kept + n;
+
+  uint32_t total = nl + n + nm;
+  if (total > 0) {
+    outbox->count += total;
     k->events_made += total;
     if (was_empty)
       k->new_pending[k->new_pending_count++] = e->handle;
   }
-  if (nv > 0)
-    memcpy(view->items, next, sizeof(aoi__seen) * nv);
-  view->count = nv;
+  e->computed = tick;
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
                           const aoi__tick_command *cmd)
 {
   uint64_t started = aoi__now_ns();
-  int rc = index_shard(k, s, cmd->cell_size);
+  int rc = index_shard(k, s, cmd->cell_size, cmd->tick);
   if (rc != 0) {
     /* No index: queries see this shard as empty until the next tick, and
        its watchers keep their views. */
@@ -612,6 +679,10 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
   const aoi__grid *g = &s->grid;
   if (s->degraded)
     return; /* indexed for queries; its watchers keep their views */
+  if ((rc = reserve_stamps(k)) != 0) {
+    fail(k, rc);
+    return;
+  }
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
   for (uint32_t i = 0; i < g->count; i++)
     if ((g->info[i] & want) == want)
@@ -645,7 +716,7 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    publish_ghosts(k, &w->shards[s], cmd->ghost_reach);
+    publish_ghosts(k, &w->shards[s], cmd->ghost_reach, cmd->tick);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);
   receive_batches(k, AOI_PHASE_EXCHANGE, take_ghosts);
 
@@ -691,6 +762,10 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
     if (loc->shard != s->index || loc->slot != i)
       return false;
     if (aoi__layout_shard(&w->layout, e->x, e->y) != s->index)
+      return false;
+    const aoi__mark *m = &w->mark[e->handle];
+    if (m->x != e->x || m->y != e->y ||
+        m->layers != ((e->flags & AOI_MARKER) ? e->layers : 0))
       return false;
     if (!(e->flags & AOI_WATCHER) && e->view.count != 0)
       return false;

@@ -140,12 +140,27 @@ static void grid_matches_scan(void **state)
         items[i].x = (next() & 1) ? 1e30f : -3e7f; /* outliers */
       items[i].id = i;
       items[i].handle = i;
-      items[i].info = AOI__ENTRY_MARKER;
+      /* every class: changed markers, other markers, no marker */
+      uint32_t kind = (uint32_t)(next() % 3);
+      items[i].info = kind == 0   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
+                      : kind == 1 ? AOI__ENTRY_MARKER
+                                  : AOI__ENTRY_WATCHER;
     }
     double cell = round % 4 == 2 ? 0.001 : (double)(1 + next() % 50);
     assert_int_equal(aoi__grid_build(&A, &g, items, n, cell), 0);
     assert_true(aoi__grid_valid(&g));
     assert_int_equal(g.count, n);
+    /* the first class of every cell holds exactly the changed markers */
+    uint32_t changed = 0, listed = 0;
+    for (uint32_t i = 0; i < n; i++)
+      changed += (items[i].info & AOI__ENTRY_CHANGED) != 0;
+    for (uint32_t c = 0; c < g.width * g.height; c++)
+      for (uint32_t i = g.start[AOI__GRID_CLASSES * c];
+           i < g.start[AOI__GRID_CLASSES * c + 1]; i++) {
+        assert_true(g.info[i] & AOI__ENTRY_CHANGED);
+        listed++;
+      }
+    assert_int_equal(listed, changed);
     assert_true((uint64_t)g.width * g.height <= 2ull * n + 64);
     for (int q = 0; q < 50; q++) {
       double box[4] = {coord(500), coord(500), 0, 0};
@@ -155,8 +170,8 @@ static void grid_matches_scan(void **state)
       aoi__grid_range(&g, box, r);
       uint32_t found = 0, want = 0;
       for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-        for (uint32_t i = g.start[cy * g.width + r[0]];
-             i < g.start[cy * g.width + r[2] + 1]; i++)
+        for (uint32_t i = aoi__grid_row_begin(&g, cy, r[0]);
+             i < aoi__grid_row_end(&g, cy, r[2]); i++)
           if (g.x[i] >= box[0] && g.x[i] <= box[2] && g.y[i] >= box[1] &&
               g.y[i] <= box[3])
             found++;
