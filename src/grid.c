@@ -146,7 +146,7 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
                         uint32_t count, uint32_t cells)
 {
-  uint32_t slots = AOI__GRID_CLASSES * cells + 1;
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * cells + 1;
   if (slots > grid->start_capacity) {
     uint32_t capacity = slots + slots / 2;
     uint32_t *start = aoi__realloc(a, grid->start,
@@ -197,6 +197,17 @@ static inline uint32_t cell_axis(double v, double origin, double inverse,
   return (uint32_t)c;
 }
 
+/* Where an entry sorts: its slot in start[]. */
+static uint32_t grid_key(uint32_t info, uint32_t cell, uint32_t cells)
+{
+  if (info & AOI__ENTRY_DEPARTED)
+    return AOI__GRID_CLASSES * cells + cell;
+  uint32_t class = !(info & AOI__ENTRY_MARKER)  ? 2
+                   : (info & AOI__ENTRY_CHANGED) ? 0
+                                                 : 1;
+  return AOI__GRID_CLASSES * cell + class;
+}
+
 int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     const aoi__grid_item *items, uint32_t count,
                     double cell_size)
@@ -233,19 +244,14 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   grid->width = width;
   grid->height = height;
   grid->count = count;
-  /* Counting sort by (cell, class): within a cell the changed markers come
-     first, then the other markers, then the entries that are no marker. */
-  uint32_t slots = AOI__GRID_CLASSES * cells;
+  /* Counting sort by (cell, class), departures after every cell. */
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * cells;
   uint32_t *start = grid->start;
   memset(start, 0, sizeof(uint32_t) * (slots + 1));
   for (uint32_t i = 0; i < count; i++) {
     uint32_t cx = cell_axis(items[i].x, min_x, grid->inverse, width);
     uint32_t cy = cell_axis(items[i].y, min_y, grid->inverse, height);
-    uint32_t info = items[i].info;
-    uint32_t class = !(info & AOI__ENTRY_MARKER)  ? 2
-                     : (info & AOI__ENTRY_CHANGED) ? 0
-                                                   : 1;
-    uint32_t key = AOI__GRID_CLASSES * (cy * width + cx) + class;
+    uint32_t key = grid_key(items[i].info, cy * width + cx, cells);
     grid->cell[i] = key;
     start[key + 1]++;
   }
@@ -282,29 +288,20 @@ bool aoi__grid_valid(const aoi__grid *grid)
 {
   if (grid->width == 0)
     return grid->count == 0;
-  uint32_t slots = AOI__GRID_CLASSES * grid->width * grid->height;
+  uint32_t cells = grid->width * grid->height;
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * cells;
   if (grid->start[0] != 0 || grid->start[slots] != grid->count)
     return false;
-  for (uint32_t cy = 0; cy < grid->height; cy++)
-    for (uint32_t cx = 0; cx < grid->width; cx++) {
-      uint32_t c = cy * grid->width + cx;
-      for (uint32_t class = 0; class < AOI__GRID_CLASSES; class++) {
-        uint32_t k = AOI__GRID_CLASSES * c + class;
-        if (grid->start[k] > grid->start[k + 1])
-          return false;
-        for (uint32_t i = grid->start[k]; i < grid->start[k + 1]; i++) {
-          uint32_t info = grid->info[i];
-          bool marker = (info & AOI__ENTRY_MARKER) != 0;
-          bool changed = (info & AOI__ENTRY_CHANGED) != 0;
-          if (marker != (class < 2) || (marker && changed != (class == 0)))
-            return false;
-          double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
-          uint32_t r[4];
-          aoi__grid_range(grid, box, r);
-          if (r[0] != cx || r[1] != cy)
-            return false;
-        }
-      }
+  for (uint32_t k = 0; k < slots; k++) {
+    if (grid->start[k] > grid->start[k + 1])
+      return false;
+    for (uint32_t i = grid->start[k]; i < grid->start[k + 1]; i++) {
+      double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
+      uint32_t r[4];
+      aoi__grid_range(grid, box, r);
+      if (grid_key(grid->info[i], r[1] * grid->width + r[0], cells) != k)
+        return false;
     }
+  }
   return true;
 }

@@ -548,7 +548,9 @@ int aoi_tick_begin(aoi_world *w)
                            sh->count + sh->arrivals_bound + planned,
                            sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
-                           sh->ops_queued, sizeof(uint32_t))) != 0)
+                           sh->ops_queued, sizeof(uint32_t))) != 0 ||
+        (rc = aoi__reserve(a, (void **)&sh->departed, &sh->departed_capacity,
+                           sh->ops_queued, sizeof(aoi__ghost))) != 0)
       return rc;
   }
   for (unsigned i = 0; i < w->threads; i++)
@@ -885,6 +887,8 @@ int aoi_shard_ghosts(aoi_world *w, unsigned shard, uint64_t *ids,
   const aoi__shard *s = &w->shards[shard];
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->ghost_count; i++) {
+    if (s->ghosts[i].kind & AOI__GHOST_DEPARTED)
+      continue;
     if (collect(w, n, s->ghosts[i].id) != 0)
       return AOI_ENOMEM;
     n++;

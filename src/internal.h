@@ -174,17 +174,22 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
    counting sort; entries are stored by cell, structure of arrays. Within a
    cell come first the markers that changed this tick (added, moved, new
    layers), then the other markers, then the entries that are no marker:
-   start[] has AOI__GRID_CLASSES offsets per cell. */
+   start[] has AOI__GRID_CLASSES offsets per cell. After all cells come the
+   departures (where a marker that moved or was removed this tick stood at
+   the end of the last one), by cell: cell c's are
+   [start[AOI__GRID_CLASSES * cells + c], ... + 1). Only the compute phase's
+   unchanged watchers look at departures. */
 #define AOI__ENTRY_MARKER 1u
 #define AOI__ENTRY_WATCHER 2u
 #define AOI__ENTRY_OWNED 4u
 #define AOI__ENTRY_CHANGED 8u
+#define AOI__ENTRY_DEPARTED 16u
 #define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
   double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
   uint32_t width, height;
-  uint32_t *start; /* AOI__GRID_CLASSES * width * height + 1 offsets */
+  uint32_t *start; /* (AOI__GRID_CLASSES + 1) * width * height + 1 */
   uint32_t start_capacity;
   uint32_t count, capacity;
   float *x, *y;
@@ -210,7 +215,8 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4]);
 bool aoi__grid_valid(const aoi__grid *grid);
-/* The entries of cells cx0..cx1 of row cy, which lie contiguously. */
+/* The entries of cells cx0..cx1 of row cy, which lie contiguously (no
+   departures among them). */
 static inline uint32_t aoi__grid_row_begin(const aoi__grid *grid, uint32_t cy,
                                            uint32_t cx0)
 {
@@ -307,16 +313,19 @@ typedef struct aoi__entity {
   uint64_t touched;  /* the last tick whose ops moved or added it */
   uint64_t changed;  /* the last tick whose ops changed it in any way */
   uint64_t computed; /* the last tick that computed its view (watchers) */
+  uint64_t added;    /* the tick whose ops added it */
   aoi__view view;
 } aoi__entity;
 
-/* A read-only copy of a marker owned by another shard. */
+/* A read-only copy of a marker owned by another shard, or a departure. */
+#define AOI__GHOST_CHANGED 1u  /* the marker changed this tick */
+#define AOI__GHOST_DEPARTED 2u /* not a marker: where one stood, see grid */
 typedef struct aoi__ghost {
   uint64_t id;
   uint32_t handle, layers;
   float x, y;
-  uint32_t shard;   /* destination, in batches */
-  uint32_t changed; /* the marker changed this tick */
+  uint32_t shard; /* destination, in batches */
+  uint32_t kind;  /* 0 or AOI__GHOST_* */
 } aoi__ghost;
 
 typedef struct aoi__handoff {
@@ -349,6 +358,9 @@ typedef struct aoi__shard {
   uint32_t ghost_count, ghost_capacity;
   uint32_t *touched; /* handles moved or added this tick */
   uint32_t touched_count, touched_capacity;
+  aoi__ghost *departed; /* this tick's departures from here (owned ones) */
+  uint32_t departed_count, departed_capacity;
+  uint32_t ghost_markers; /* ghosts that are markers, not departures */
   aoi__grid grid;
   aoi__grid_item *items;
   uint32_t items_capacity;
@@ -398,6 +410,8 @@ typedef struct aoi__worker {
   aoi__batch *ghosts_out;
   /* compute scratch */
   aoi__candidate *candidates;
+  uint32_t *hits; /* view entries a changed marker leaves or moves */
+  uint32_t hit_capacity;
   uint32_t candidate_capacity;
   aoi_event *events; /* a watcher's moves, before they follow its enters */
   uint32_t event_capacity;

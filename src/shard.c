@@ -83,6 +83,7 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *s)
   aoi__free(a, s->entities, sizeof(aoi__entity) * s->capacity);
   aoi__free(a, s->ghosts, sizeof(aoi__ghost) * s->ghost_capacity);
   aoi__free(a, s->touched, sizeof(uint32_t) * s->touched_capacity);
+  aoi__free(a, s->departed, sizeof(aoi__ghost) * s->departed_capacity);
   aoi__free(a, s->items, sizeof(aoi__grid_item) * s->items_capacity);
   aoi__grid_free(a, &s->grid);
   aoi__ring_destroy(a, s->ops);
@@ -107,6 +108,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->handoffs_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->candidates, sizeof(aoi__candidate) * k->candidate_capacity);
+    aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
     aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
     aoi__free(a, k->stamp, sizeof(uint32_t) * k->stamp_capacity);
     aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
@@ -205,6 +207,22 @@ static void set_mark(aoi_world *w, const aoi__entity *e, uint64_t tick)
   m->changed = (uint32_t)tick;
 }
 
+/* Records where a marker stood at the end of the last tick, before its
+   first move or its removal this tick (room was reserved by the host). */
+static void depart(aoi__shard *s, const aoi__entity *e)
+{
+  if (!(e->flags & AOI_MARKER))
+    return;
+  aoi__ghost *d = &s->departed[s->departed_count++];
+  d->id = e->id;
+  d->handle = e->handle;
+  d->layers = 0;
+  d->x = e->x;
+  d->y = e->y;
+  d->shard = s->index;
+  d->kind = AOI__GHOST_DEPARTED;
+}
+
 static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
                      uint64_t tick)
 {
@@ -219,7 +237,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     e.radius = op->radius;
     e.layers = op->layers;
     e.interest = op->interest;
-    e.touched = e.changed = tick;
+    e.touched = e.changed = e.added = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       fail(k, rc);
@@ -235,6 +253,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
   switch (op->kind) {
   case AOI__OP_MOVE:
     if (e->touched != tick) {
+      depart(s, e);
       e->touched = tick;
       touch(k, s, op->handle);
     }
@@ -249,6 +268,8 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     e->interest = op->interest;
     break;
   case AOI__OP_REMOVE:
+    if (e->touched != tick)
+      depart(s, e);
     aoi__free(&w->allocator, e->view.items,
               sizeof(aoi__seen) * e->view.capacity);
     w->mark[op->handle] = (aoi__mark){0, 0, 0, (uint32_t)tick};
@@ -263,7 +284,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
 
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
-  s->touched_count = 0;
+  s->touched_count = s->departed_count = 0;
   for (;;) {
     aoi__chunk *c = aoi__ring_pop(s->ops);
     if (c == NULL)
@@ -353,44 +374,60 @@ static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
     return;
   }
   t->ghosts[t->ghost_count++] = *g;
+  if (!(g->kind & AOI__GHOST_DEPARTED))
+    t->ghost_markers++;
 }
 
-static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
-                           uint64_t tick)
+/* Sends a copy of g to every shard whose rectangle lies within `reach` of
+   (g->x, g->y) per axis, except shard `skip`. Returns how many it sent. */
+static uint32_t send_around(aoi__worker *k, aoi__ghost g, double reach,
+                            unsigned skip)
 {
   aoi_world *w = k->world;
   const aoi__layout *l = &w->layout;
+  unsigned c0 = aoi__layout_col(l, (double)g.x - reach);
+  unsigned c1 = aoi__layout_col(l, (double)g.x + reach);
+  unsigned r0 = aoi__layout_row(l, (double)g.y - reach);
+  unsigned r1 = aoi__layout_row(l, (double)g.y + reach);
+  uint32_t sent = 0;
+  for (unsigned row = r0; row <= r1; row++)
+    for (unsigned col = c0; col <= c1; col++) {
+      unsigned to = row * l->cols + col;
+      if (to == skip)
+        continue;
+      g.shard = to;
+      sent++;
+      unsigned owner = aoi__worker_of(w, to);
+      if (owner != k->index)
+        batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
+      else
+        store_ghost(k, &w->shards[to], &g);
+    }
+  return sent;
+}
+
+/* Ghosts every marker near another shard, and sends this tick's departures
+   to every shard (this one included) whose watchers could have seen the
+   marker where it stood. */
+static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
+                           uint64_t tick)
+{
   for (uint32_t i = 0; i < s->count; i++) {
     const aoi__entity *e = &s->entities[i];
     if (!(e->flags & AOI_MARKER))
       continue;
-    unsigned c0 = aoi__layout_col(l, (double)e->x - reach);
-    unsigned c1 = aoi__layout_col(l, (double)e->x + reach);
-    unsigned r0 = aoi__layout_row(l, (double)e->y - reach);
-    unsigned r1 = aoi__layout_row(l, (double)e->y + reach);
-    if (c0 == c1 && r0 == r1)
-      continue; /* deep inside its own shard */
     aoi__ghost g;
     g.id = e->id;
     g.handle = e->handle;
     g.layers = e->layers;
     g.x = e->x;
     g.y = e->y;
-    g.changed = e->changed == tick;
-    for (unsigned row = r0; row <= r1; row++)
-      for (unsigned col = c0; col <= c1; col++) {
-        unsigned to = row * l->cols + col;
-        if (to == s->index)
-          continue;
-        g.shard = to;
-        k->ghosts++;
-        unsigned owner = aoi__worker_of(w, to);
-        if (owner != k->index)
-          batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
-        else
-          store_ghost(k, &w->shards[to], &g);
-      }
+    g.shard = s->index;
+    g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
+    k->ghosts += send_around(k, g, reach, s->index);
   }
+  for (uint32_t i = 0; i < s->departed_count; i++)
+    send_around(k, s->departed[i], reach, AOI__NONE);
 }
 
 static void take_ghosts(aoi__worker *k, const aoi__batch *b)
@@ -441,7 +478,10 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->handle = g->handle;
     it->layers = g->layers;
     it->slot = AOI__NONE;
-    it->info = AOI__ENTRY_MARKER | (g->changed ? AOI__ENTRY_CHANGED : 0);
+    it->info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
+               : (g->kind & AOI__GHOST_CHANGED)
+                   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
+                   : AOI__ENTRY_MARKER;
   }
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
@@ -514,6 +554,30 @@ static void sort_by_id(aoi__candidate *c, uint32_t n)
   }
 }
 
+/* The entries of [begin, begin + n) within `reach` of (ax, ay), written to
+   hits[]: their count. Branch-free for circles, where about a third of a
+   cell's entries pass, at random. */
+static uint32_t within_run(const aoi__shape *shape, const aoi__grid *g,
+                           uint32_t begin, uint32_t n, float ax, float ay,
+                           double reach, uint32_t *hits)
+{
+  uint32_t found = 0;
+  if (shape->kind == AOI_SHAPE_CIRCLE) {
+    const float *xs = g->x + begin, *ys = g->y + begin;
+    double x = ax, y = ay, r2 = reach * reach;
+    for (uint32_t i = 0; i < n; i++) {
+      double dx = (double)xs[i] - x, dy = (double)ys[i] - y;
+      hits[found] = begin + i;
+      found += dx * dx + dy * dy <= r2;
+    }
+    return found;
+  }
+  for (uint32_t i = begin; i < begin + n; i++)
+    if (aoi__within(shape, ax, ay, g->x[i], g->y[i], reach))
+      hits[found++] = i;
+  return found;
+}
+
 /* Appends to k->candidates the entries [begin, end) of the grid that enter
    the view of watcher e: markers within its radius that the view does not
    hold. Returns false when the candidates cannot grow. */
@@ -521,45 +585,96 @@ static bool find_enters(aoi__worker *k, const aoi__entity *e,
                         const aoi__grid *g, uint32_t begin, uint32_t end,
                         uint32_t serial, uint32_t *n)
 {
-  const aoi__shape *shape = &k->world->shape;
-  double radius = e->radius;
-  for (uint32_t i = begin; i < end; i++) {
-    if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], radius) ||
-        !(g->info[i] & AOI__ENTRY_MARKER) ||
-        (g->layers[i] & e->interest) == 0 || g->handle[i] == e->handle ||
-        k->stamp[g->handle[i]] == serial)
-      continue;
-    if (*n == k->candidate_capacity &&
-        aoi__reserve(&k->world->allocator, (void **)&k->candidates,
-                     &k->candidate_capacity, *n + 1,
-                     sizeof(aoi__candidate)) != 0)
-      return false;
-    aoi__candidate *c = &k->candidates[(*n)++];
-    c->id = g->id[i];
-    c->handle = g->handle[i];
-    c->x = g->x[i];
-    c->y = g->y[i];
+  enum { BLOCK = 256 };
+  uint32_t hits[BLOCK];
+  for (uint32_t at = begin; at < end; at += BLOCK) {
+    uint32_t len = end - at < BLOCK ? end - at : BLOCK;
+    uint32_t found = within_run(&k->world->shape, g, at, len, e->x, e->y,
+                                e->radius, hits);
+    for (uint32_t f = 0; f < found; f++) {
+      uint32_t i = hits[f];
+      if (!(g->info[i] & AOI__ENTRY_MARKER) ||
+          (g->layers[i] & e->interest) == 0 || g->handle[i] == e->handle ||
+          k->stamp[g->handle[i]] == serial)
+        continue;
+      if (*n == k->candidate_capacity &&
+          aoi__reserve(&k->world->allocator, (void **)&k->candidates,
+                       &k->candidate_capacity, *n + 1,
+                       sizeof(aoi__candidate)) != 0)
+        return false;
+      aoi__candidate *c = &k->candidates[(*n)++];
+      c->id = g->id[i];
+      c->handle = g->handle[i];
+      c->x = g->x[i];
+      c->y = g->y[i];
+    }
   }
   return true;
 }
 
-/* Computes one watcher's events and new view. Every allocation comes before
-   any change: on failure the watcher keeps its view and gets no events this
-   tick, and its next tick's diff covers both ticks.
+/* Merges `n` enters (by id) into the view's first `kept` entries (by id),
+   in place from the back; the view has room for kept + n. */
+static void merge_enters(aoi__view *view, uint32_t kept,
+                         const aoi__candidate *enters, uint32_t n)
+{
+  aoi__seen *seen = view->items;
+  uint32_t i = kept, j = n, to = kept + n;
+  while (j > 0) {
+    if (i > 0 && seen[i - 1].id > enters[j - 1].id) {
+      seen[--to] = seen[--i];
+    } else {
+      const aoi__candidate *c = &enters[--j];
+      seen[--to] = (aoi__seen){c->id, c->handle, c->x, c->y};
+    }
+  }
+  view->count = kept + n;
+}
+
+/* Makes room for `count` events in e's outbox and for its new view, and
+   notes e as pending if its outbox was empty. NULL when out of memory (then
+   nothing changed). */
+static aoi_event *reserve_output(aoi__worker *k, aoi__entity *e,
+                                 uint32_t count, uint32_t view_size)
+{
+  const aoi_allocator *a = &k->world->allocator;
+  aoi__outbox *outbox = &k->world->outbox[e->handle];
+  aoi_event *out;
+  if (aoi__reserve(a, (void **)&e->view.items, &e->view.capacity, view_size,
+                   sizeof(aoi__seen)) != 0 ||
+      (out = aoi__outbox_reserve(a, outbox, count)) == NULL ||
+      (outbox->count == 0 &&
+       aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
+                    k->new_pending_count + 1, sizeof(uint32_t)) != 0))
+    return NULL;
+  return out;
+}
+
+/* Counts `total` events written at the end of e's outbox. */
+static void commit_output(aoi__worker *k, aoi__entity *e, uint32_t total)
+{
+  aoi__outbox *outbox = &k->world->outbox[e->handle];
+  if (total == 0)
+    return;
+  if (outbox->count == 0)
+    k->new_pending[k->new_pending_count++] = e->handle;
+  outbox->count += total;
+  k->events_made += total;
+}
+
+/* Computes one watcher's events and new view from scratch. Every allocation
+   comes before any change: on failure the watcher keeps its view and gets no
+   events this tick, and its next tick's diff covers both ticks.
 
    Its view holds (id, handle, the position it was last told), by id. Each
    entry is checked against the marker's current mark: a leave when it is
    gone, out of reach (hysteresis included) or no longer of interest, else
    kept, with a move when it is not where the watcher was told. Enters come
    from the grid: markers within the radius whose handle the view does not
-   hold. When neither the watcher nor its view changed since the last tick
-   (it did not move, and that tick computed it), only markers that changed
-   this tick can enter, so only those are scanned: cost follows change. */
-static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                            uint64_t tick)
+   hold. */
+static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                          uint64_t tick)
 {
   aoi_world *w = k->world;
-  const aoi_allocator *a = &w->allocator;
   const aoi__shape *shape = &w->shape;
   aoi__view *view = &e->view;
   aoi__seen *seen = view->items;
@@ -572,41 +687,22 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t r[4], n = 0;
   aoi__reach_box(shape, e->x, e->y, e->radius, box);
   aoi__grid_range(g, box, r);
-  bool whole = e->changed == tick || e->computed + 1 != tick;
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
-    bool ok = true;
-    if (whole) {
-      ok = find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
-                       aoi__grid_row_end(g, cy, r[2]), serial, &n);
-    } else {
-      for (uint32_t cx = r[0]; ok && cx <= r[2]; cx++) {
-        const uint32_t *at = &g->start[AOI__GRID_CLASSES * (cy * g->width + cx)];
-        ok = find_enters(k, e, g, at[0], at[1], serial, &n);
-      }
-    }
-    if (!ok) {
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+    if (!find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
+                     aoi__grid_row_end(g, cy, r[2]), serial, &n)) {
       fail(k, AOI_ENOMEM);
       return;
     }
-  }
   if (v + n == 0) {
     e->computed = tick;
     return;
   }
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
-
-  aoi__outbox *outbox = &w->outbox[e->handle];
-  bool was_empty = outbox->count == 0;
   aoi_event *out;
-  if (aoi__reserve(a, (void **)&k->events, &k->event_capacity, v + 1,
-                   sizeof(aoi_event)) != 0 ||
-      aoi__reserve(a, (void **)&view->items, &view->capacity, v + n,
-                   sizeof(aoi__seen)) != 0 ||
-      (out = aoi__outbox_reserve(a, outbox, v + n)) == NULL ||
-      (was_empty &&
-       aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
-                    k->new_pending_count + 1, sizeof(uint32_t)) != 0)) {
+  if (aoi__reserve(&w->allocator, (void **)&k->events, &k->event_capacity,
+                   v + 1, sizeof(aoi_event)) != 0 ||
+      (out = reserve_output(k, e, v + n, v + n)) == NULL) {
     fail(k, AOI_ENOMEM);
     return;
   }
@@ -623,6 +719,8 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     aoi__seen s = seen[i];
+    if (i + 8 < v)
+      __builtin_prefetch(&mark[seen[i + 8].handle]);
     const aoi__mark *m = &mark[s.handle];
     if ((m->layers & e->interest) == 0 ||
         !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
@@ -640,27 +738,174 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
                               AOI_ENTER, stamp};
   memcpy(out + nl + n, moves, sizeof(aoi_event) * nm);
-
-  /* The new view: kept and enters merged by id, from the back, in place. */
-  uint32_t i = kept, j = n, to = kept + n;
-  while (j > 0) {
-    if (i > 0 && seen[i - 1].id > enters[j - 1].id) {
-      seen[--to] = seen[--i];
-    } else {
-      const aoi__candidate *c = &enters[--j];
-      seen[--to] = (aoi__seen){c->id, c->handle, c->x, c->y};
-    }
-  }
-  view->count = kept + n;
-
-  uint32_t total = nl + n + nm;
-  if (total > 0) {
-    outbox->count += total;
-    k->events_made += total;
-    if (was_empty)
-      k->new_pending[k->new_pending_count++] = e->handle;
-  }
+  merge_enters(view, kept, enters, n);
+  commit_output(k, e, nl + n + nm);
   e->computed = tick;
+}
+
+/* The index of `id` in a view, or v when it holds no such id. */
+static uint32_t view_find(const aoi__seen *seen, uint32_t v, uint64_t id)
+{
+  uint32_t lo = 0, hi = v;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (seen[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < v && seen[lo].id == id ? lo : v;
+}
+
+static void sort_u32(uint32_t *a, uint32_t n)
+{
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t v = a[i], j = i;
+    while (j > 0 && a[j - 1] > v) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = v;
+  }
+}
+
+#define HIT_LEAVE (1u << 31)
+
+/* Computes the events of a watcher that did not change this tick and whose
+   view the last tick computed: only markers that changed can enter, leave
+   or move, and each one that the view holds stood within the watcher's
+   reach at the end of the last tick, so it is in the grid near the watcher
+   as a changed marker or as a departure. Cost follows change: a watcher
+   with no change nearby reads nothing of its view but a few probes. */
+static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                            uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__shape *shape = &w->shape;
+  const aoi__mark *mark = w->mark;
+  aoi__view *view = &e->view;
+  aoi__seen *seen = view->items;
+  uint32_t v = view->count;
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  bool move_events = w->config.move_events != 0;
+  uint32_t serial = next_serial(k);
+  double box[4];
+  uint32_t r[4], n = 0, nh = 0, nl = 0;
+  aoi__reach_box(shape, e->x, e->y, outer, box);
+  aoi__grid_range(g, box, r);
+  uint32_t cells = g->width * g->height;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+    for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
+      uint32_t c = cy * g->width + cx;
+      /* the cell's changed markers, then its departures */
+      for (int pass = 0; pass < 2; pass++) {
+        uint32_t from = pass == 0 ? AOI__GRID_CLASSES * c
+                                  : AOI__GRID_CLASSES * cells + c;
+        for (uint32_t i = g->start[from]; i < g->start[from + 1]; i++) {
+          /* Where a held marker stood is within reach, so a changed
+             marker out of reach is no enter and, if held, has moved and
+             left a departure in reach. */
+          if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
+            continue;
+          uint32_t h = g->handle[i];
+          if (h == e->handle || k->stamp[h] == serial)
+            continue;
+          uint32_t p = view_find(seen, v, g->id[i]);
+          if (p < v && seen[p].handle == h) {
+            /* held: it leaves or moves (met once, as marker or departure) */
+            k->stamp[h] = serial;
+            const aoi__mark *m = &mark[h];
+            uint32_t hit;
+            if ((m->layers & e->interest) == 0 ||
+                !aoi__within(shape, e->x, e->y, m->x, m->y, outer))
+              hit = p | HIT_LEAVE;
+            else if (move_events && (m->x != seen[p].x || m->y != seen[p].y))
+              hit = p;
+            else
+              continue;
+            if (nh == k->hit_capacity &&
+                aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
+                             sizeof(uint32_t)) != 0) {
+              fail(k, AOI_ENOMEM);
+              return;
+            }
+            k->hits[nh++] = hit;
+            nl += (hit & HIT_LEAVE) != 0;
+            continue;
+          }
+          /* not held: a changed marker (each is listed once) may enter */
+          if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
+              !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+            continue;
+          if (n == k->candidate_capacity &&
+              aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
+                           n + 1, sizeof(aoi__candidate)) != 0) {
+            fail(k, AOI_ENOMEM);
+            return;
+          }
+          k->candidates[n++] =
+              (aoi__candidate){g->id[i], h, g->x[i], g->y[i]};
+        }
+      }
+    }
+  if (nh + n == 0) {
+    e->computed = tick;
+    return;
+  }
+  aoi__candidate *enters = k->candidates;
+  sort_by_id(enters, n);
+  uint32_t *hits = k->hits;
+  aoi_event *out = reserve_output(k, e, nh + n, v - nl + n);
+  if (out == NULL) {
+    fail(k, AOI_ENOMEM);
+    return;
+  }
+  AOI__STRESS();
+  seen = view->items;
+  uint32_t stamp = (uint32_t)tick;
+  /* Each view index is hit once: sorted, the moves come by index (so by
+     id), then the leaves, which carry the high bit. */
+  sort_u32(hits, nh);
+  uint32_t nm = nh - nl;
+  for (uint32_t q = 0; q < nl; q++)
+    out[q] = (aoi_event){seen[hits[nm + q] & ~HIT_LEAVE].id, 0, 0, AOI_LEAVE,
+                         stamp};
+  for (uint32_t j = 0; j < n; j++)
+    out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
+                              AOI_ENTER, stamp};
+  for (uint32_t q = 0; q < nm; q++) {
+    aoi__seen *s = &seen[hits[q]];
+    const aoi__mark *m = &mark[s->handle];
+    s->x = m->x;
+    s->y = m->y;
+    out[nl + n + q] = (aoi_event){s->id, m->x, m->y, AOI_MOVE, stamp};
+  }
+  uint32_t kept = v;
+  if (nl > 0) {
+    /* close up the leaves, which are by index */
+    uint32_t to = hits[nm] & ~HIT_LEAVE, q = 0;
+    for (uint32_t i = to; i < v; i++) {
+      if (q < nl && i == (hits[nm + q] & ~HIT_LEAVE)) {
+        q++;
+        continue;
+      }
+      seen[to++] = seen[i];
+    }
+    kept = to;
+  }
+  merge_enters(view, kept, enters, n);
+  commit_output(k, e, nh + n);
+  e->computed = tick;
+}
+
+static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                            uint64_t tick)
+{
+  if (e->changed == tick || e->computed + 1 != tick)
+    compute_whole(k, e, g, tick);
+  else
+    compute_changes(k, e, g, tick);
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -684,9 +929,21 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     return;
   }
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
-  for (uint32_t i = 0; i < g->count; i++)
+  for (uint32_t i = 0; i < g->count; i++) {
+    /* Views, outboxes and entities are scattered: fetch ahead. */
+    if (i + 8 < g->count && (g->info[i + 8] & want) == want)
+      __builtin_prefetch(&s->entities[g->slot[i + 8]]);
+    if (i + 4 < g->count && (g->info[i + 4] & want) == want) {
+      const aoi__entity *ahead = &s->entities[g->slot[i + 4]];
+      const char *items = (const char *)ahead->view.items;
+      size_t bytes = sizeof(aoi__seen) * ahead->view.count;
+      for (size_t at = 0; at < bytes && at < 1024; at += 64)
+        __builtin_prefetch(items + at);
+      __builtin_prefetch(&k->world->outbox[ahead->handle]);
+    }
     if ((g->info[i] & want) == want)
       compute_watcher(k, &s->entities[g->slot[i]], g, cmd->tick);
+  }
   s->compute_ns = aoi__now_ns() - started;
 }
 
@@ -714,7 +971,7 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
 
   uint64_t t1 = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    w->shards[s].ghost_count = 0;
+    w->shards[s].ghost_count = w->shards[s].ghost_markers = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     publish_ghosts(k, &w->shards[s], cmd->ghost_reach, cmd->tick);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);

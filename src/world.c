@@ -390,7 +390,7 @@ int aoi_shard_info_get(const aoi_world *w, unsigned shard,
   i.max_y = row + 1 < l->rows ? l->ycut[row] : INFINITY;
   i.worker = aoi__worker_of(w, shard);
   i.entities = w->shards[shard].count;
-  i.ghosts = w->shards[shard].ghost_count;
+  i.ghosts = w->shards[shard].ghost_markers;
   i.compute_ns = w->shards[shard].compute_ns;
   *info = i;
   return 0;

@@ -140,11 +140,13 @@ static void grid_matches_scan(void **state)
         items[i].x = (next() & 1) ? 1e30f : -3e7f; /* outliers */
       items[i].id = i;
       items[i].handle = i;
-      /* every class: changed markers, other markers, no marker */
-      uint32_t kind = (uint32_t)(next() % 3);
+      /* every class: changed markers, other markers, no marker, and
+         departures */
+      uint32_t kind = (uint32_t)(next() % 4);
       items[i].info = kind == 0   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
                       : kind == 1 ? AOI__ENTRY_MARKER
-                                  : AOI__ENTRY_WATCHER;
+                      : kind == 2 ? AOI__ENTRY_WATCHER
+                                  : AOI__ENTRY_DEPARTED;
     }
     double cell = round % 4 == 2 ? 0.001 : (double)(1 + next() % 50);
     assert_int_equal(aoi__grid_build(&A, &g, items, n, cell), 0);
@@ -169,12 +171,23 @@ static void grid_matches_scan(void **state)
       uint32_t r[4];
       aoi__grid_range(&g, box, r);
       uint32_t found = 0, want = 0;
-      for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+      uint32_t cells = g.width * g.height;
+      for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
         for (uint32_t i = aoi__grid_row_begin(&g, cy, r[0]);
              i < aoi__grid_row_end(&g, cy, r[2]); i++)
           if (g.x[i] >= box[0] && g.x[i] <= box[2] && g.y[i] >= box[1] &&
               g.y[i] <= box[3])
             found++;
+        for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
+          uint32_t d = AOI__GRID_CLASSES * cells + cy * g.width + cx;
+          for (uint32_t i = g.start[d]; i < g.start[d + 1]; i++) {
+            assert_true(g.info[i] & AOI__ENTRY_DEPARTED);
+            if (g.x[i] >= box[0] && g.x[i] <= box[2] && g.y[i] >= box[1] &&
+                g.y[i] <= box[3])
+              found++;
+          }
+        }
+      }
       for (uint32_t i = 0; i < n; i++)
         if (items[i].x >= box[0] && items[i].x <= box[2] &&
             items[i].y >= box[1] && items[i].y <= box[3])
