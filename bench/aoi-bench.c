@@ -1,329 +1,351 @@
 /*
- * aoi-bench.c: drives a synthetic crowd through an AOI world and prints a
- * short summary, using the public API only (aoi.h).
+ * aoi-bench.c: drives synthetic crowds through an AOI world as a zone
+ * server's game loop would, measures it, and checks it against a plain
+ * nine-grid AOI (baseline.c). It uses the public API only (aoi.h).
  *
- * A run is: place every entity (each one a watcher and a marker) in a square
- * world sized so that each sees about `--neighbours` others, tick once to warm
- * up (all the `enter`s), then for `--ticks` measured ticks let the scenario
- * move the crowd, call aoi_tick and drain every pending watcher's outbox, as
- * a zone server's game loop would. A tick's time is aoi_tick plus the drain;
- * submitting the moves is timed apart.
+ * A run is one scenario (scenario.c) at one thread count:
+ *  1. A fresh crowd from --seed and a fresh world over [0, side]^2, where
+ *     side = sqrt(N pi R^2 / K) so that each entity sees about K others
+ *     (--entities N, --radius R, --neighbours K); max_radius R, an allocator
+ *     hook that counts bytes and calls.
+ *  2. A warm-up tick: every entity added (a share --players of them are
+ *     players, watcher and marker; the others NPCs, markers only), aoi_tick,
+ *     drain.
+ *  3. --ticks measured ticks, each: the scenario's operations submitted
+ *     (aoi_add, aoi_move, aoi_remove: "submit"), aoi_tick ("tick"), then
+ *     aoi_pending and aoi_drain of every pending watcher in id order, every
+ *     event hashed into the checksum ("drain").
+ * --threads 1,2,4 is a sweep: one run per entry, same crowd, same seed. The
+ * baseline is fed the same operations once per scenario, after the engine's
+ * runs (so that its memory does not count in theirs). With --verify it runs
+ * in lockstep with every engine run instead, and after each tick the
+ * engine's events are compared with the baseline's, watcher by watcher and
+ * event by event: the first difference is printed and the bench exits 1.
+ * Under --verify the baseline shares the process's caches and memory with
+ * the engine: use it to check, not to time.
  *
- * Scenarios live in one table (`scenarios`): each places the crowd and moves
- * it between ticks, from a deterministic PRNG seeded by `--seed`. Adding a
- * scenario is adding a row. The measurements are gathered in `bench_result`
- * and printed by one function, so other report formats can be added beside it.
+ * What each number means (medians and p99 are nearest-rank over the
+ * measured ticks):
+ *   tick ms         wall time of aoi_tick alone: median, p99, max
+ *   phases ms       aoi_stats phase_ns (the slowest worker's apply, exchange
+ *                   and compute), medians
+ *   submit, drain   host time of the operation calls before the tick, and of
+ *                   pending + drain + checksum after it, medians
+ *   updates/s       operations submitted a tick (moves, adds and removes: N
+ *                   for uniform), mean, over the median tick; events/s: the
+ *                   events drained a tick, likewise
+ *   ghosts,         aoi_stats ghosts and handoffs, means a tick; rebalances:
+ *   handoffs        how many in all
+ *   imbalance       max / mean over the shards of the compute time each
+ *                   spent over the measured ticks (aoi_stats shard_ns);
+ *                   workers: the same per worker thread; entities: max /
+ *                   mean of the entities each shard owns after the last tick
+ *   peak RSS        the process's VmHWM, reset before the run through
+ *                   /proc/self/clear_refs (so it holds the bench's own crowd
+ *                   too; not reported where /proc cannot tell)
+ *   B/entity        the engine's peak live heap, counted through the
+ *                   allocator hook, / entities
+ *   allocs          allocator calls (alloc + realloc) made during aoi_tick,
+ *                   a tick, over the last half of the measured ticks; those
+ *                   made during submit and during drain, apart
+ *   speedup         the sweep's first median tick / this one; efficiency =
+ *                   speedup / (threads / the first run's threads)
+ *   baseline        the baseline's median tick (grid, views, diffs, events
+ *                   into its outboxes; not the checksum) / the engine's
+ *   checksum        of every event of every tick, warm-up included: the same
+ *                   for every thread and shard count, and the baseline's
  *
- * The checksum hashes every event of every tick (the warm-up included), one
- * watcher at a time in id order as aoi_pending lists them, so it depends only
- * on the events: runs with any thread or shard count must print the same one.
+ * Exit status: 0; 1 when a check failed (a --verify difference, checksums
+ * that differ across the sweep or from the baseline's, an API error); 2 for
+ * a bad command line. With --json, stdout holds only the JSON lines; the
+ * warnings, and the progress line when stderr is a terminal, go to stderr.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L
 
 #include "aoi.h"
+#include "baseline.h"
+#include "bench.h"
+#include "report.h"
+#include "scenario.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
+/* ---- the allocator hook ------------------------------------------------- */
 
-/* ---- options ------------------------------------------------------------ */
+/* Called from the host and the workers at once. The counters are
+   statistics: relaxed is enough, aoi_tick's return orders them before the
+   host reads them. */
+typedef struct heap_meter {
+  atomic_llong live, peak;
+  atomic_ullong calls; /* alloc + realloc */
+} heap_meter;
 
-typedef struct bench_options {
-  const char *scenario;
-  uint32_t entities;
-  double radius;
-  double neighbours;
-  unsigned ticks;
-  unsigned threads;
-  unsigned shards;
-  uint64_t seed;
-  double step;
-  int step_given; /* else step = radius / 20 */
-  int moves;
-} bench_options;
-
-/* ---- errors ------------------------------------------------------------- */
-
-static void die(const char *format, ...)
+static void meter_add(heap_meter *m, long long bytes)
 {
-  va_list args;
-  va_start(args, format);
-  fputs("aoi-bench: ", stderr);
-  vfprintf(stderr, format, args);
-  fputc('\n', stderr);
-  va_end(args);
-  exit(1);
+  long long now =
+      atomic_fetch_add_explicit(&m->live, bytes, memory_order_relaxed) + bytes;
+  long long peak = atomic_load_explicit(&m->peak, memory_order_relaxed);
+  while (now > peak &&
+         !atomic_compare_exchange_weak_explicit(&m->peak, &peak, now,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
 }
 
-/* Exits with a message when an API call failed. */
+static void *meter_alloc(void *user, size_t size)
+{
+  heap_meter *m = user;
+  atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+  void *p = malloc(size ? size : 1);
+  if (p != NULL)
+    meter_add(m, (long long)size);
+  return p;
+}
+
+static void *meter_realloc(void *user, void *ptr, size_t old_size,
+                           size_t new_size)
+{
+  heap_meter *m = user;
+  atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+  void *p = realloc(ptr, new_size ? new_size : 1);
+  if (p != NULL)
+    meter_add(m, (long long)new_size - (long long)(ptr ? old_size : 0));
+  return p;
+}
+
+static void meter_free(void *user, void *ptr, size_t size)
+{
+  heap_meter *m = user;
+  if (ptr == NULL)
+    return;
+  free(ptr);
+  atomic_fetch_sub_explicit(&m->live, (long long)size, memory_order_relaxed);
+}
+
+static void meter_init(heap_meter *m)
+{
+  atomic_init(&m->live, 0);
+  atomic_init(&m->peak, 0);
+  atomic_init(&m->calls, 0);
+}
+
+static uint64_t meter_calls(heap_meter *m)
+{
+  return atomic_load_explicit(&m->calls, memory_order_relaxed);
+}
+
+/* ---- resident memory ---------------------------------------------------- */
+
+/* Resets VmHWM to the current RSS (Linux >= 4.0); a no-op elsewhere. */
+static void rss_reset(void)
+{
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f == NULL)
+    return;
+  fputs("5", f);
+  fclose(f);
+}
+
+/* VmHWM in bytes, or 0 when /proc does not tell. */
+static uint64_t rss_peak(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL)
+    return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (strncmp(line, "VmHWM:", 6) == 0) {
+      kib = strtoull(line + 6, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return kib * 1024;
+}
+
+/* ---- feeding the engine and the baseline -------------------------------- */
+
+static const char *const op_names[] = {"aoi_add", "aoi_move", "aoi_remove"};
+
 static void check(int rc, const char *call)
 {
   if (rc != 0)
-    die("%s failed: %s", call, aoi_strerror(rc));
+    bench_die("%s failed: %s", call, aoi_strerror(rc));
 }
 
-/* ---- deterministic random numbers (splitmix64) -------------------------- */
-
-typedef struct bench_rng {
-  uint64_t state;
-} bench_rng;
-
-static uint64_t rng_next(bench_rng *rng)
+static void submit_engine(aoi_world *world, const bench_op *ops, size_t n,
+                          float radius)
 {
-  uint64_t z = (rng->state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(bench_rng *rng)
-{
-  return (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* ---- the crowd and its scenarios ---------------------------------------- */
-
-typedef struct crowd {
-  uint32_t count;
-  double side; /* the world is [0, side] x [0, side] */
-  double step;
-  float *x, *y;
-  unsigned char *moved; /* set by the scenario for each entity it moved */
-} crowd;
-
-typedef struct scenario {
-  const char *name;
-  const char *summary;
-  /* Sets every entity's first position. */
-  void (*place)(crowd *c, bench_rng *rng);
-  /* Moves some of the crowd before a measured tick, marking them in
-     c->moved (cleared before each call); only those are submitted. */
-  void (*move)(crowd *c, bench_rng *rng);
-} scenario;
-
-/* Keeps a coordinate inside [0, side] by reflecting it off the walls. */
-static double reflect(double v, double side)
-{
-  if (v < 0)
-    v = -v;
-  if (v > side)
-    v = 2 * side - v;
-  return v < 0 ? 0 : v > side ? side : v;
-}
-
-static void place_uniform(crowd *c, bench_rng *rng)
-{
-  for (uint32_t i = 0; i < c->count; i++) {
-    c->x[i] = (float)(rng_unit(rng) * c->side);
-    c->y[i] = (float)(rng_unit(rng) * c->side);
+  for (size_t i = 0; i < n; i++) {
+    const bench_op *op = &ops[i];
+    int rc;
+    if (op->kind == BENCH_OP_ADD)
+      rc = aoi_add(world, op->id, op->x, op->y, radius, op->flags,
+                   UINT32_MAX, UINT32_MAX);
+    else if (op->kind == BENCH_OP_MOVE)
+      rc = aoi_move(world, op->id, op->x, op->y);
+    else
+      rc = aoi_remove(world, op->id);
+    if (rc != 0)
+      bench_die("%s(%" PRIu64 ") failed: %s", op_names[op->kind], op->id,
+                aoi_strerror(rc));
   }
 }
 
-/* Every entity walks `step` in a fresh random direction. */
-static void move_random_walk(crowd *c, bench_rng *rng)
+static void submit_baseline(baseline *b, const bench_op *ops, size_t n,
+                            float radius)
 {
-  for (uint32_t i = 0; i < c->count; i++) {
-    double angle = 2 * M_PI * rng_unit(rng);
-    c->x[i] = (float)reflect(c->x[i] + c->step * cos(angle), c->side);
-    c->y[i] = (float)reflect(c->y[i] + c->step * sin(angle), c->side);
-    c->moved[i] = 1;
+  for (size_t i = 0; i < n; i++) {
+    const bench_op *op = &ops[i];
+    int rc;
+    if (op->kind == BENCH_OP_ADD)
+      rc = baseline_add(b, op->id, op->x, op->y, radius, op->flags,
+                        UINT32_MAX, UINT32_MAX);
+    else if (op->kind == BENCH_OP_MOVE)
+      rc = baseline_move(b, op->id, op->x, op->y);
+    else
+      rc = baseline_remove(b, op->id);
+    if (rc != 0)
+      bench_die("baseline: %s(%" PRIu64 ") failed: %s", op_names[op->kind],
+                op->id, aoi_strerror(rc));
   }
 }
 
-static const scenario scenarios[] = {
-    {"uniform", "uniform crowd, every entity walks every tick", place_uniform,
-     move_random_walk},
-};
+/* One drained outbox; its events are borrowed until the next aoi_tick. */
+typedef struct drained_outbox {
+  uint64_t watcher;
+  const aoi_event *events;
+  size_t count;
+} drained_outbox;
 
-static const scenario *find_scenario(const char *name)
-{
-  for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-    if (strcmp(scenarios[i].name, name) == 0)
-      return &scenarios[i];
-  return NULL;
-}
+typedef struct drain_list {
+  drained_outbox *items;
+  size_t count, capacity;
+} drain_list;
 
-/* ---- measurement -------------------------------------------------------- */
-
-typedef struct bench_result {
-  unsigned threads, shards; /* as the world reports them */
-  double side, step;
-  unsigned ticks;
-  double *tick_ms;   /* per measured tick: aoi_tick + drain */
-  double *submit_ms; /* per measured tick: the aoi_move calls */
-  double *phase_ms[AOI_PHASE_COUNT];
-  uint64_t events;   /* drained during the measured ticks */
-  uint64_t ghosts;   /* summed over the measured ticks */
-  uint64_t handoffs; /* likewise */
-  double imbalance;  /* max / mean of shard_entities after the last tick */
-  uint64_t checksum;
-} bench_result;
-
-static double now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static uint64_t hash_mix(uint64_t h, uint64_t v)
-{
-  h ^= v;
-  h *= UINT64_C(0x100000001b3);
-  return h ^ (h >> 29);
-}
-
-static uint64_t float_bits(float f)
-{
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof(bits));
-  return bits;
-}
-
-/* Drains every pending watcher, in id order, into the checksum. Returns the
-   number of events drained. */
-static uint64_t drain_all(aoi_world *world, uint64_t *checksum)
+/* Drains every pending watcher in id order into the checksum, as a game
+   server would before sending; keeps the outboxes for --verify. Returns the
+   number of events. */
+static uint64_t drain_engine(aoi_world *world, drain_list *list,
+                             uint64_t *checksum)
 {
   const uint64_t *ids;
   size_t pending;
   check(aoi_pending(world, &ids, &pending), "aoi_pending");
+  if (pending > list->capacity) {
+    list->capacity = pending;
+    list->items = bench_realloc(list->items, pending, sizeof(*list->items));
+  }
+  uint64_t total = 0, h = *checksum;
+  for (size_t i = 0; i < pending; i++) {
+    drained_outbox *d = &list->items[i];
+    check(aoi_drain(world, ids[i], &d->events, &d->count), "aoi_drain");
+    d->watcher = ids[i];
+    h = hash_outbox(h, d->watcher, d->events, d->count);
+    total += d->count;
+  }
+  list->count = pending;
+  *checksum = h;
+  return total;
+}
+
+/* The same checksum over the baseline's outboxes; returns the events. */
+static uint64_t hash_baseline(const baseline *b, uint64_t *checksum)
+{
+  const uint64_t *ids;
+  size_t pending = baseline_pending(b, &ids);
   uint64_t total = 0, h = *checksum;
   for (size_t i = 0; i < pending; i++) {
     const aoi_event *events;
     size_t count;
-    check(aoi_drain(world, ids[i], &events, &count), "aoi_drain");
-    h = hash_mix(h, ids[i]);
-    h = hash_mix(h, count);
-    for (size_t j = 0; j < count; j++) {
-      const aoi_event *e = &events[j];
-      h = hash_mix(h, e->id);
-      h = hash_mix(h, ((uint64_t)e->kind << 32) | e->tick);
-      h = hash_mix(h, (float_bits(e->x) << 32) | float_bits(e->y));
-    }
+    baseline_events(b, i, &events, &count);
+    h = hash_outbox(h, ids[i], events, count);
     total += count;
   }
   *checksum = h;
   return total;
 }
 
-/* Ticks, drains, and checks that every event the tick made was drained. */
-static uint64_t tick_and_drain(aoi_world *world, uint64_t *checksum,
-                               aoi_stats *stats)
+/* ---- --verify ----------------------------------------------------------- */
+
+static const char *const kind_names[] = {"leave", "enter", "move"};
+
+static void format_event(char *out, size_t size, const aoi_event *e)
 {
-  check(aoi_tick(world), "aoi_tick");
-  uint64_t drained = drain_all(world, checksum);
-  check(aoi_stats_get(world, stats), "aoi_stats_get");
-  if (drained != stats->events)
-    die("tick %" PRIu64 ": drained %" PRIu64 " events, stats say %" PRIu64,
-        stats->tick, drained, stats->events);
-  return drained;
-}
-
-static void *xcalloc(size_t count, size_t size)
-{
-  void *p = calloc(count ? count : 1, size);
-  if (p == NULL)
-    die("out of memory");
-  return p;
-}
-
-static void run(const bench_options *o, const scenario *sc, bench_result *r)
-{
-  crowd c;
-  c.count = o->entities;
-  c.side = sqrt((double)o->entities * M_PI * o->radius * o->radius /
-                o->neighbours);
-  c.step = o->step_given ? o->step : o->radius / 20;
-  c.x = xcalloc(c.count, sizeof(float));
-  c.y = xcalloc(c.count, sizeof(float));
-  c.moved = xcalloc(c.count, 1);
-  bench_rng rng = {o->seed};
-
-  aoi_config config;
-  aoi_config_default(&config);
-  config.threads = o->threads;
-  config.shards = o->shards;
-  config.min_x = 0;
-  config.min_y = 0;
-  config.max_x = (float)c.side;
-  config.max_y = (float)c.side;
-  config.max_radius = (float)o->radius;
-  config.move_events = o->moves;
-  aoi_world *world;
-  check(aoi_create(&config, &world), "aoi_create");
-
-  sc->place(&c, &rng);
-  for (uint32_t i = 0; i < c.count; i++)
-    check(aoi_add(world, (uint64_t)i + 1, c.x[i], c.y[i], (float)o->radius,
-                  AOI_WATCHER | AOI_MARKER, UINT32_MAX, UINT32_MAX),
-          "aoi_add");
-  aoi_stats stats;
-  r->checksum = UINT64_C(0xcbf29ce484222325);
-  (void)tick_and_drain(world, &r->checksum, &stats); /* warm-up */
-
-  r->threads = stats.threads;
-  r->shards = stats.shards;
-  r->side = c.side;
-  r->step = c.step;
-  r->ticks = o->ticks;
-  r->tick_ms = xcalloc(o->ticks, sizeof(double));
-  r->submit_ms = xcalloc(o->ticks, sizeof(double));
-  for (int p = 0; p < AOI_PHASE_COUNT; p++)
-    r->phase_ms[p] = xcalloc(o->ticks, sizeof(double));
-  r->events = r->ghosts = r->handoffs = 0;
-  for (unsigned t = 0; t < o->ticks; t++) {
-    memset(c.moved, 0, c.count);
-    sc->move(&c, &rng);
-    double submit = now_ms();
-    for (uint32_t i = 0; i < c.count; i++)
-      if (c.moved[i])
-        check(aoi_move(world, (uint64_t)i + 1, c.x[i], c.y[i]), "aoi_move");
-    double start = now_ms();
-    r->events += tick_and_drain(world, &r->checksum, &stats);
-    r->tick_ms[t] = now_ms() - start;
-    r->submit_ms[t] = start - submit;
-    r->ghosts += stats.ghosts;
-    r->handoffs += stats.handoffs;
-    for (int p = 0; p < AOI_PHASE_COUNT; p++)
-      r->phase_ms[p][t] = (double)stats.phase_ns[p] / 1e6;
+  if (e == NULL) {
+    snprintf(out, size, "(none)");
+    return;
   }
-
-  uint64_t sum = 0, most = 0;
-  for (unsigned s = 0; s < stats.shards; s++) {
-    sum += stats.shard_entities[s];
-    if (stats.shard_entities[s] > most)
-      most = stats.shard_entities[s];
-  }
-  if (sum != stats.entities)
-    die("shard_entities sum to %" PRIu64 ", stats.entities is %" PRIu64, sum,
-        stats.entities);
-  r->imbalance = sum ? (double)most * stats.shards / (double)sum : 1.0;
-
-  aoi_destroy(world);
-  free(c.x);
-  free(c.y);
-  free(c.moved);
+  const char *kind = e->kind < 3 ? kind_names[e->kind] : "?";
+  if (e->kind == AOI_LEAVE)
+    snprintf(out, size, "%s %" PRIu64, kind, e->id);
+  else
+    snprintf(out, size, "%s %" PRIu64 " %.9g %.9g", kind, e->id, (double)e->x,
+             (double)e->y);
+  if (e->kind == AOI_LEAVE && (e->x != 0 || e->y != 0))
+    snprintf(out + strlen(out), size - strlen(out), " (at %.9g %.9g)",
+             (double)e->x, (double)e->y);
+  snprintf(out + strlen(out), size - strlen(out), "  [tick %" PRIu32 "]",
+           e->tick);
 }
 
-static void result_free(bench_result *r)
+static int same_event(const aoi_event *a, const aoi_event *b)
 {
-  free(r->tick_ms);
-  free(r->submit_ms);
-  for (int p = 0; p < AOI_PHASE_COUNT; p++)
-    free(r->phase_ms[p]);
+  return a->id == b->id && a->kind == b->kind && a->tick == b->tick &&
+         float_bits(a->x) == float_bits(b->x) &&
+         float_bits(a->y) == float_bits(b->y);
 }
 
-/* ---- report ------------------------------------------------------------- */
+/* Compares one tick's outboxes, engine against baseline; on the first
+   difference prints both sides and exits 1. */
+static void verify_tick(const char *label, uint64_t tick,
+                        const drain_list *engine, const baseline *b)
+{
+  const uint64_t *ids;
+  size_t pending = baseline_pending(b, &ids);
+  size_t i = 0, j = 0;
+  while (i < engine->count || j < pending) {
+    uint64_t watcher = UINT64_MAX;
+    if (i < engine->count)
+      watcher = engine->items[i].watcher;
+    if (j < pending && ids[j] < watcher)
+      watcher = ids[j];
+    const aoi_event *ours = NULL, *theirs = NULL;
+    size_t our_count = 0, their_count = 0;
+    if (i < engine->count && engine->items[i].watcher == watcher) {
+      ours = engine->items[i].events;
+      our_count = engine->items[i++].count;
+    }
+    if (j < pending && ids[j] == watcher)
+      baseline_events(b, j++, &theirs, &their_count);
+    size_t k = 0;
+    while (k < our_count && k < their_count && same_event(&ours[k], &theirs[k]))
+      k++;
+    if (k == our_count && k == their_count)
+      continue;
+    char a[128], c[128];
+    format_event(a, sizeof(a), k < our_count ? &ours[k] : NULL);
+    format_event(c, sizeof(c), k < their_count ? &theirs[k] : NULL);
+    bench_progress_clear();
+    fprintf(stderr,
+            "aoi-bench: verify [%s]: tick %" PRIu64 ", watcher %" PRIu64
+            ": event %zu differs (the engine has %zu events for this"
+            " watcher, the baseline %zu)\n"
+            "  engine:   %s\n"
+            "  baseline: %s\n",
+            label, tick, watcher, k, our_count, their_count, a, c);
+    exit(BENCH_EXIT_FAIL);
+  }
+}
+
+/* ---- statistics --------------------------------------------------------- */
 
 static int compare_double(const void *a, const void *b)
 {
@@ -342,48 +364,352 @@ static double quantile(double *values, unsigned n, double q)
   return values[i < n ? i : n - 1];
 }
 
-static double sum_of(const double *values, unsigned n)
+static double mean_of(const double *values, unsigned n)
 {
   double s = 0;
   for (unsigned i = 0; i < n; i++)
     s += values[i];
-  return s;
+  return n ? s / n : 0;
 }
 
-static void print_summary(const bench_options *o, const scenario *sc,
-                          bench_result *r)
+/* max / mean of n values; 1 when they are all zero. */
+static double max_over_mean(const double *values, unsigned n)
 {
-  unsigned n = r->ticks;
-  double total_ms = sum_of(r->tick_ms, n);
-  double seconds = total_ms / 1e3;
-  double per_tick = n ? 1.0 / n : 0;
-  printf("aoi-bench: %s (%s)\n", sc->name, sc->summary);
-  printf("  entities    %" PRIu32 "  radius %g  neighbours %g  world side %.1f"
-         "  step %g  moves %s\n",
-         o->entities, o->radius, o->neighbours, r->side, r->step,
-         o->moves ? "on" : "off");
-  printf("  layout      threads %u  shards %u  seed %" PRIu64
-         "  ticks %u (+1 warm-up)\n",
-         r->threads, r->shards, o->seed, n);
-  printf("  tick ms     median %.3f  p99 %.3f  max %.3f  (aoi_tick + drain)\n",
-         quantile(r->tick_ms, n, 0.5), quantile(r->tick_ms, n, 0.99),
-         quantile(r->tick_ms, n, 1.0));
-  printf("  submit ms   median %.3f  (the aoi_move calls)\n",
-         quantile(r->submit_ms, n, 0.5));
-  printf("  phases ms   apply %.3f  exchange %.3f  compute %.3f"
-         "  (median, slowest worker)\n",
-         quantile(r->phase_ms[AOI_PHASE_APPLY], n, 0.5),
-         quantile(r->phase_ms[AOI_PHASE_EXCHANGE], n, 0.5),
-         quantile(r->phase_ms[AOI_PHASE_COMPUTE], n, 0.5));
-  printf("  throughput  %.3g entity updates/s  %.3g events/s\n",
-         seconds > 0 ? (double)o->entities * n / seconds : 0,
-         seconds > 0 ? (double)r->events / seconds : 0);
-  printf("  per tick    events %.0f  ghosts %.0f  handoffs %.1f\n",
-         (double)r->events * per_tick, (double)r->ghosts * per_tick,
-         (double)r->handoffs * per_tick);
-  printf("  shards      imbalance %.3f  (max / mean entities, last tick)\n",
-         r->imbalance);
-  printf("  checksum    %016" PRIx64 "\n", r->checksum);
+  double sum = 0, most = 0;
+  for (unsigned i = 0; i < n; i++) {
+    sum += values[i];
+    if (values[i] > most)
+      most = values[i];
+  }
+  return sum > 0 ? most * n / sum : 1.0;
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static double world_side(const bench_options *o)
+{
+  return sqrt((double)o->entities * M_PI * o->radius * o->radius /
+              o->neighbours);
+}
+
+static crowd *new_crowd(const bench_options *o, const scenario_result *s)
+{
+  crowd_params params;
+  params.entities = o->entities;
+  params.side = s->side;
+  params.step = s->step;
+  params.players = o->players;
+  params.seed = o->seed;
+  return crowd_create(s->sc, &params);
+}
+
+static void make_config(const bench_options *o, const scenario_result *s,
+                        aoi_config *config)
+{
+  aoi_config_default(config);
+  config->shards = o->shards;
+  config->min_x = 0;
+  config->min_y = 0;
+  config->max_x = (float)s->side;
+  config->max_y = (float)s->side;
+  config->max_radius = (float)o->radius;
+  config->hysteresis = (float)o->hysteresis;
+  config->move_events = o->moves;
+  config->shape = o->shape;
+  config->cell_size = (float)o->cell_size;
+  config->rebalance_interval = o->rebalance;
+}
+
+static double ns_to_ms(uint64_t ns)
+{
+  return (double)ns / 1e6;
+}
+
+/* Per measured tick, what a run keeps until it summarizes. */
+typedef struct samples {
+  double *tick, *submit, *drain, *phase[AOI_PHASE_COUNT];
+  double *base_tick, *base_submit;
+} samples;
+
+static void samples_init(samples *t, unsigned ticks, int with_baseline)
+{
+  t->tick = bench_calloc(ticks, sizeof(double));
+  t->submit = bench_calloc(ticks, sizeof(double));
+  t->drain = bench_calloc(ticks, sizeof(double));
+  for (int p = 0; p < AOI_PHASE_COUNT; p++)
+    t->phase[p] = bench_calloc(ticks, sizeof(double));
+  t->base_tick = with_baseline ? bench_calloc(ticks, sizeof(double)) : NULL;
+  t->base_submit = with_baseline ? bench_calloc(ticks, sizeof(double)) : NULL;
+}
+
+static void samples_free(samples *t)
+{
+  free(t->tick);
+  free(t->submit);
+  free(t->drain);
+  for (int p = 0; p < AOI_PHASE_COUNT; p++)
+    free(t->phase[p]);
+  free(t->base_tick);
+  free(t->base_submit);
+}
+
+/* One run of the engine at `threads`; with `lockstep`, the baseline runs
+   beside it and every tick is verified, and when `base` is not NULL the
+   baseline's figures are kept there. */
+static void run_engine(const bench_options *o, const scenario_result *s,
+                       unsigned threads, int lockstep, run_result *r,
+                       baseline_result *base)
+{
+  unsigned ticks = o->ticks, from = ticks / 2; /* allocs: the last half */
+  float radius = (float)o->radius;
+  crowd *c = new_crowd(o, s);
+  heap_meter meter;
+  meter_init(&meter);
+  aoi_allocator hook = {meter_alloc, meter_realloc, meter_free, &meter};
+  aoi_config config;
+  make_config(o, s, &config);
+  config.threads = threads;
+  config.allocator = &hook;
+
+  rss_reset();
+  aoi_world *world;
+  check(aoi_create(&config, &world), "aoi_create");
+  baseline *b = lockstep ? baseline_create(&config) : NULL;
+  aoi_stats stats;
+  check(aoi_stats_get(world, &stats), "aoi_stats_get");
+  unsigned shards = stats.shards;
+  double *shard_ns = bench_calloc(shards, sizeof(double));
+  samples t;
+  samples_init(&t, ticks, b != NULL);
+  drain_list list = {NULL, 0, 0};
+  char label[96];
+  snprintf(label, sizeof(label), "%s t=%u%s", s->sc->name, threads,
+           lockstep ? " verify" : "");
+
+  uint64_t checksum = BENCH_CHECKSUM_SEED, base_checksum = BENCH_CHECKSUM_SEED;
+  double updates = 0, events = 0, ghosts = 0, handoffs = 0, base_events = 0;
+  uint64_t allocs_tick = 0, allocs_submit = 0, allocs_drain = 0;
+  for (unsigned tick = 0; tick <= ticks; tick++) {
+    bench_progress("[%s] tick %u/%u", label, tick, ticks);
+    size_t n;
+    const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
+    uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
+    submit_engine(world, ops, n, radius);
+    uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
+    check(aoi_tick(world), "aoi_tick");
+    uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
+    uint64_t drained = drain_engine(world, &list, &checksum);
+    uint64_t a3 = meter_calls(&meter), s3 = bench_now_ns();
+    check(aoi_stats_get(world, &stats), "aoi_stats_get");
+    if (drained != stats.events)
+      bench_die("tick %" PRIu64 ": drained %" PRIu64 " events, aoi_stats"
+                " says %" PRIu64,
+                stats.tick, drained, stats.events);
+    uint64_t b0 = 0, b1 = 0, b2 = 0, base_drained = 0;
+    if (b != NULL) {
+      b0 = bench_now_ns();
+      submit_baseline(b, ops, n, radius);
+      b1 = bench_now_ns();
+      baseline_tick(b);
+      b2 = bench_now_ns();
+      base_drained = hash_baseline(b, &base_checksum);
+      verify_tick(label, stats.tick, &list, b);
+    }
+    if (tick == 0)
+      continue;
+    unsigned m = tick - 1;
+    t.submit[m] = ns_to_ms(s1 - s0);
+    t.tick[m] = ns_to_ms(s2 - s1);
+    t.drain[m] = ns_to_ms(s3 - s2);
+    for (int p = 0; p < AOI_PHASE_COUNT; p++)
+      t.phase[p][m] = ns_to_ms(stats.phase_ns[p]);
+    updates += (double)n;
+    events += (double)drained;
+    ghosts += (double)stats.ghosts;
+    handoffs += (double)stats.handoffs;
+    for (unsigned i = 0; i < shards && i < stats.shards; i++)
+      shard_ns[i] += (double)stats.shard_ns[i];
+    if (m >= from) {
+      allocs_submit += a1 - a0;
+      allocs_tick += a2 - a1;
+      allocs_drain += a3 - a2;
+    }
+    if (b != NULL) {
+      t.base_submit[m] = ns_to_ms(b1 - b0);
+      t.base_tick[m] = ns_to_ms(b2 - b1);
+      base_events += (double)base_drained;
+    }
+  }
+  bench_progress_clear();
+
+  r->threads_asked = threads;
+  r->threads = stats.threads;
+  r->shards = shards;
+  r->rebalances = stats.rebalances;
+  r->shard = bench_calloc(shards, sizeof(*r->shard));
+  double *per_worker = bench_calloc(stats.threads, sizeof(double));
+  double *owned = bench_calloc(shards, sizeof(double));
+  for (unsigned i = 0; i < shards; i++) {
+    aoi_shard_info info;
+    check(aoi_shard_info_get(world, i, &info), "aoi_shard_info_get");
+    r->shard[i].worker = info.worker;
+    r->shard[i].entities = info.entities;
+    r->shard[i].ghosts = info.ghosts;
+    r->shard[i].compute_ms = ns_to_ms((uint64_t)shard_ns[i]) / ticks;
+    if (info.worker < stats.threads)
+      per_worker[info.worker] += shard_ns[i];
+    owned[i] = info.entities;
+  }
+  r->imbalance = max_over_mean(shard_ns, shards);
+  r->worker_imbalance = max_over_mean(per_worker, stats.threads);
+  r->entity_imbalance = max_over_mean(owned, shards);
+  free(per_worker);
+  free(owned);
+  free(shard_ns);
+
+  r->peak_rss_bytes = rss_peak();
+  r->heap_peak_bytes =
+      (size_t)atomic_load_explicit(&meter.peak, memory_order_relaxed);
+  r->allocs_per_tick = (double)allocs_tick / (ticks - from);
+  r->submit_allocs_per_tick = (double)allocs_submit / (ticks - from);
+  r->drain_allocs_per_tick = (double)allocs_drain / (ticks - from);
+  r->checksum = checksum;
+  r->verified = lockstep;
+  r->updates_per_tick = updates / ticks;
+  r->events_per_tick = events / ticks;
+  r->ghosts_per_tick = ghosts / ticks;
+  r->handoffs_per_tick = handoffs / ticks;
+  r->tick_ms_mean = mean_of(t.tick, ticks);
+  r->tick_ms_median = quantile(t.tick, ticks, 0.5);
+  r->tick_ms_p99 = quantile(t.tick, ticks, 0.99);
+  r->tick_ms_max = quantile(t.tick, ticks, 1.0);
+  r->submit_ms_median = quantile(t.submit, ticks, 0.5);
+  r->drain_ms_median = quantile(t.drain, ticks, 0.5);
+  for (int p = 0; p < AOI_PHASE_COUNT; p++)
+    r->phase_ms_median[p] = quantile(t.phase[p], ticks, 0.5);
+
+  if (base != NULL && b != NULL) {
+    base->ran = 1;
+    base->tick_ms_median = quantile(t.base_tick, ticks, 0.5);
+    base->tick_ms_p99 = quantile(t.base_tick, ticks, 0.99);
+    base->submit_ms_median = quantile(t.base_submit, ticks, 0.5);
+    base->events_per_tick = base_events / ticks;
+    base->peak_bytes = baseline_peak_bytes(b);
+    base->checksum = base_checksum;
+  }
+
+  aoi_destroy(world);
+  long long leaked = atomic_load_explicit(&meter.live, memory_order_relaxed);
+  if (leaked != 0)
+    fprintf(stderr, "aoi-bench: warning: [%s] the engine still holds %lld"
+            " bytes of the allocator hook after aoi_destroy\n",
+            label, leaked);
+  baseline_destroy(b);
+  crowd_destroy(c);
+  free(list.items);
+  samples_free(&t);
+}
+
+/* The baseline alone, fed the same operations as the engine. */
+static void run_baseline(const bench_options *o, const scenario_result *s,
+                         baseline_result *out)
+{
+  unsigned ticks = o->ticks;
+  float radius = (float)o->radius;
+  crowd *c = new_crowd(o, s);
+  aoi_config config;
+  make_config(o, s, &config);
+  baseline *b = baseline_create(&config);
+  double *tick_ms = bench_calloc(ticks, sizeof(double));
+  double *submit_ms = bench_calloc(ticks, sizeof(double));
+  char label[96];
+  snprintf(label, sizeof(label), "%s baseline", s->sc->name);
+  uint64_t checksum = BENCH_CHECKSUM_SEED;
+  double events = 0;
+  for (unsigned tick = 0; tick <= ticks; tick++) {
+    bench_progress("[%s] tick %u/%u", label, tick, ticks);
+    size_t n;
+    const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
+    uint64_t s0 = bench_now_ns();
+    submit_baseline(b, ops, n, radius);
+    uint64_t s1 = bench_now_ns();
+    baseline_tick(b);
+    uint64_t s2 = bench_now_ns();
+    uint64_t drained = hash_baseline(b, &checksum);
+    if (tick == 0)
+      continue;
+    submit_ms[tick - 1] = ns_to_ms(s1 - s0);
+    tick_ms[tick - 1] = ns_to_ms(s2 - s1);
+    events += (double)drained;
+  }
+  bench_progress_clear();
+  out->ran = 1;
+  out->tick_ms_median = quantile(tick_ms, ticks, 0.5);
+  out->tick_ms_p99 = quantile(tick_ms, ticks, 0.99);
+  out->submit_ms_median = quantile(submit_ms, ticks, 0.5);
+  out->events_per_tick = events / ticks;
+  out->peak_bytes = baseline_peak_bytes(b);
+  out->checksum = checksum;
+  baseline_destroy(b);
+  crowd_destroy(c);
+  free(tick_ms);
+  free(submit_ms);
+}
+
+/* Runs one scenario at every thread count, then the baseline, and reports.
+   Returns the exit status: 1 when the checksums disagree. */
+static int run_scenario(const bench_options *o, const scenario *sc)
+{
+  scenario_result s;
+  memset(&s, 0, sizeof(s));
+  s.sc = sc;
+  s.side = world_side(o);
+  s.step = o->step_given ? o->step : o->radius / 20;
+  s.run_count = o->thread_count;
+  s.runs = bench_calloc(s.run_count, sizeof(*s.runs));
+  for (size_t k = 0; k < s.run_count; k++)
+    run_engine(o, &s, o->threads[k], o->verify, &s.runs[k],
+               k == 0 && o->verify ? &s.base : NULL);
+  if (o->baseline && !o->verify)
+    run_baseline(o, &s, &s.base);
+
+  const run_result *first = &s.runs[0];
+  for (size_t k = 0; k < s.run_count; k++) {
+    run_result *r = &s.runs[k];
+    r->speedup = r->tick_ms_median > 0
+                     ? first->tick_ms_median / r->tick_ms_median
+                     : NAN;
+    r->efficiency = r->speedup * first->threads / r->threads;
+  }
+  if (o->json)
+    report_json(o, &s);
+  else
+    report_human(o, &s);
+
+  int status = 0;
+  for (size_t k = 1; k < s.run_count; k++)
+    if (s.runs[k].checksum != first->checksum) {
+      fprintf(stderr, "aoi-bench: warning: %s: checksum %016" PRIx64
+              " with %u threads and %u shards differs from %016" PRIx64
+              " with %u threads and %u shards\n",
+              sc->name, s.runs[k].checksum, s.runs[k].threads,
+              s.runs[k].shards, first->checksum, first->threads,
+              first->shards);
+      status = BENCH_EXIT_FAIL;
+    }
+  if (s.base.ran)
+    for (size_t k = 0; k < s.run_count; k++)
+      if (s.runs[k].checksum != s.base.checksum) {
+        fprintf(stderr, "aoi-bench: warning: %s: the checksum with %u"
+                " threads differs from the baseline's: the events differ"
+                " (--verify finds the first difference)\n",
+                sc->name, s.runs[k].threads);
+        status = BENCH_EXIT_FAIL;
+      }
+  for (size_t k = 0; k < s.run_count; k++)
+    free(s.runs[k].shard);
+  free(s.runs);
+  return status;
 }
 
 /* ---- command line ------------------------------------------------------- */
@@ -391,34 +717,72 @@ static void print_summary(const bench_options *o, const scenario *sc,
 static void usage(FILE *out)
 {
   fprintf(out,
-          "usage: aoi-bench [options]\n"
-          "  --scenario NAME   crowd scenario (default uniform)\n"
-          "  --entities N      entities, each a watcher and a marker "
-          "(default 20000)\n"
-          "  --radius R        view radius (default 10)\n"
-          "  --neighbours K    entities each one sees, on average; sizes the "
-          "world (default 35)\n"
-          "  --ticks T         measured ticks, after one warm-up (default 50)\n"
-          "  --threads N       worker threads; 0 = one per core (default "
-          "$AOI_THREADS, else 0)\n"
-          "  --shards M        spatial shards; 0 = one per thread (default 0)\n"
-          "  --seed S          PRNG seed (default 1)\n"
-          "  --step S          distance walked per tick (default radius/20)\n"
-          "  --moves on|off    produce move events (default on)\n"
-          "scenarios:");
-  for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-    fprintf(out, " %s", scenarios[i].name);
-  fputc('\n', out);
+      "usage: aoi-bench [options]\n"
+      "Runs synthetic crowds through an AOI world and reports tick times,\n"
+      "throughput, balance, memory and allocations, against a single-\n"
+      "threaded nine-grid baseline fed the same operations.\n"
+      "\n"
+      "  --scenario LIST    comma-separated scenarios, or all "
+      "(default uniform)\n"
+      "  --entities N       entities (default 20000)\n"
+      "  --radius R         view radius of every entity (default 10)\n"
+      "  --neighbours K     entities each one sees, on average: sizes the\n"
+      "                     world, side = sqrt(N pi R^2 / K) (default 35)\n"
+      "  --step S           distance walked a tick (default radius / 20)\n"
+      "  --ticks T          measured ticks, after one warm-up (default 50)\n"
+      "  --threads LIST     worker threads, comma-separated: a sweep;\n"
+      "                     0 = one per core (default $AOI_THREADS, else 0)\n"
+      "  --shards N         spatial shards; 0 = one per thread (default 0)\n"
+      "  --seed N           PRNG seed (default 1)\n"
+      "  --players P        share of entities that are players, watcher and\n"
+      "                     marker; the rest are NPCs, markers only "
+      "(default 1)\n"
+      "  --moves on|off     move events (default on)\n"
+      "  --shape circle|square|cells C   view shape (default circle)\n"
+      "  --hysteresis H     extra distance before leaving a view "
+      "(default 0)\n"
+      "  --rebalance N      ticks between shard rebalances; 0 = never\n"
+      "                     (default: the library's, 16)\n"
+      "  --json             one JSON object per run on stdout, nothing else\n"
+      "  --verify           compare every event with the baseline's; exit 1\n"
+      "                     at the first difference (for checking, not "
+      "timing)\n"
+      "  --no-baseline      skip the baseline (for large runs)\n"
+      "  --help             this text\n"
+      "\n"
+      "scenarios:\n");
+  for (size_t i = 0; i < bench_scenario_count; i++)
+    fprintf(out, "  %-10s %s\n", bench_scenarios[i].name,
+            bench_scenarios[i].summary);
+}
+
+static void usage_error(const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+
+static void usage_error(const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  fputs("aoi-bench: ", stderr);
+  vfprintf(stderr, format, args);
+  fputs("\n(aoi-bench --help lists the options)\n", stderr);
+  va_end(args);
+  exit(BENCH_EXIT_USAGE);
 }
 
 static uint64_t parse_unsigned(const char *flag, const char *text,
-                               uint64_t max)
+                               uint64_t min, uint64_t max)
 {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v > max)
-    die("%s: '%s' is not an integer in [0, %" PRIu64 "]", flag, text, max);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+      text[0] == '+' || text[0] == ' ' || v < min || v > max)
+    usage_error("%s: '%s' is not an integer in [%" PRIu64 ", %" PRIu64 "]",
+                flag, text, min, max);
   return (uint64_t)v;
 }
 
@@ -428,92 +792,205 @@ static double parse_number(const char *flag, const char *text)
   errno = 0;
   double v = strtod(text, &end);
   if (errno != 0 || end == text || *end != '\0' || !isfinite(v))
-    die("%s: '%s' is not a finite number", flag, text);
+    usage_error("%s: '%s' is not a finite number", flag, text);
   return v;
+}
+
+/* "1,2,4" into a new array of unsigned in [min, max]. */
+static unsigned *parse_list(const char *flag, const char *text, unsigned max,
+                            size_t *count)
+{
+  size_t n = 1;
+  for (const char *p = text; *p; p++)
+    n += *p == ',';
+  unsigned *values = bench_calloc(n, sizeof(*values));
+  char item[32];
+  const char *p = text;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= sizeof(item))
+      usage_error("%s: '%s' is not a comma-separated list of integers",
+                  flag, text);
+    memcpy(item, p, len);
+    item[len] = '\0';
+    values[i] = (unsigned)parse_unsigned(flag, item, 0, max);
+    p += len + 1;
+  }
+  *count = n;
+  return values;
+}
+
+static const scenario **parse_scenarios(const char *text, size_t *count)
+{
+  if (strcmp(text, "all") == 0) {
+    const scenario **all =
+        bench_calloc(bench_scenario_count, sizeof(*all));
+    for (size_t i = 0; i < bench_scenario_count; i++)
+      all[i] = &bench_scenarios[i];
+    *count = bench_scenario_count;
+    return all;
+  }
+  size_t n = 1;
+  for (const char *p = text; *p; p++)
+    n += *p == ',';
+  const scenario **list = bench_calloc(n, sizeof(*list));
+  char name[64];
+  const char *p = text;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strcspn(p, ",");
+    if (len >= sizeof(name))
+      len = sizeof(name) - 1;
+    memcpy(name, p, len);
+    name[len] = '\0';
+    list[i] = scenario_find(name);
+    if (list[i] == NULL)
+      usage_error("--scenario: no scenario '%s' (run --help for the list)",
+                  name);
+    p += strcspn(p, ",") + 1;
+  }
+  *count = n;
+  return list;
 }
 
 static void parse_options(int argc, char **argv, bench_options *o)
 {
-  o->scenario = "uniform";
+  memset(o, 0, sizeof(*o));
   o->entities = 20000;
   o->radius = 10;
   o->neighbours = 35;
+  o->players = 1;
   o->ticks = 50;
-  o->threads = 0;
-  o->shards = 0;
   o->seed = 1;
-  o->step = 0;
-  o->step_given = 0;
   o->moves = 1;
-  const char *env = getenv("AOI_THREADS");
-  if (env != NULL && *env != '\0')
-    o->threads = (unsigned)parse_unsigned("AOI_THREADS", env, 256);
+  o->shape = AOI_SHAPE_CIRCLE;
+  o->baseline = 1;
+  aoi_config defaults;
+  aoi_config_default(&defaults);
+  o->rebalance = defaults.rebalance_interval;
+  const char *scenarios = "uniform";
+  const char *threads = getenv("AOI_THREADS");
+  const char *threads_flag = "AOI_THREADS";
+  if (threads == NULL || *threads == '\0')
+    threads = "0";
 
   for (int i = 1; i < argc; i++) {
-    const char *flag = argv[i];
-    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-      usage(stdout);
-      exit(0);
+    /* --flag VALUE or --flag=VALUE */
+    char flag[32];
+    const char *arg = argv[i], *value = NULL, *eq = strchr(arg, '=');
+    size_t len = eq != NULL && strncmp(arg, "--", 2) == 0
+                     ? (size_t)(eq - arg)
+                     : strlen(arg);
+    if (len >= sizeof(flag))
+      usage_error("unknown option '%s'", arg);
+    memcpy(flag, arg, len);
+    flag[len] = '\0';
+    if (len < strlen(arg))
+      value = arg + len + 1;
+
+    int is_switch = strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0 ||
+                    strcmp(flag, "--json") == 0 ||
+                    strcmp(flag, "--verify") == 0 ||
+                    strcmp(flag, "--no-baseline") == 0;
+    if (is_switch) {
+      if (value != NULL)
+        usage_error("%s takes no value", flag);
+      if (strcmp(flag, "--json") == 0)
+        o->json = 1;
+      else if (strcmp(flag, "--verify") == 0)
+        o->verify = 1;
+      else if (strcmp(flag, "--no-baseline") == 0)
+        o->baseline = 0;
+      else {
+        usage(stdout);
+        exit(0);
+      }
+      continue;
     }
-    if (i + 1 >= argc) {
-      usage(stderr);
-      die("%s: missing value or unknown flag", flag);
+    if (strncmp(flag, "--", 2) != 0 || flag[2] == '\0')
+      usage_error("unexpected argument '%s'", arg);
+    if (value == NULL) {
+      if (i + 1 >= argc)
+        usage_error("%s needs a value", flag);
+      value = argv[++i];
     }
-    const char *value = argv[++i];
+
     if (strcmp(flag, "--scenario") == 0)
-      o->scenario = value;
+      scenarios = value;
     else if (strcmp(flag, "--entities") == 0)
-      o->entities = (uint32_t)parse_unsigned(flag, value, UINT32_MAX - 1);
+      o->entities = (uint32_t)parse_unsigned(flag, value, 1, 100000000);
     else if (strcmp(flag, "--radius") == 0)
       o->radius = parse_number(flag, value);
     else if (strcmp(flag, "--neighbours") == 0)
       o->neighbours = parse_number(flag, value);
-    else if (strcmp(flag, "--ticks") == 0)
-      o->ticks = (unsigned)parse_unsigned(flag, value, 10000000);
-    else if (strcmp(flag, "--threads") == 0)
-      o->threads = (unsigned)parse_unsigned(flag, value, 256);
-    else if (strcmp(flag, "--shards") == 0)
-      o->shards = (unsigned)parse_unsigned(flag, value, 4096);
-    else if (strcmp(flag, "--seed") == 0)
-      o->seed = parse_unsigned(flag, value, UINT64_MAX);
     else if (strcmp(flag, "--step") == 0) {
       o->step = parse_number(flag, value);
       o->step_given = 1;
-    }
-    else if (strcmp(flag, "--moves") == 0 && strcmp(value, "on") == 0)
-      o->moves = 1;
-    else if (strcmp(flag, "--moves") == 0 && strcmp(value, "off") == 0)
-      o->moves = 0;
-    else if (strcmp(flag, "--moves") == 0)
-      die("--moves: '%s' is neither on nor off", value);
-    else {
-      usage(stderr);
-      die("unknown flag %s", flag);
-    }
+    } else if (strcmp(flag, "--ticks") == 0)
+      o->ticks = (unsigned)parse_unsigned(flag, value, 1, 10000000);
+    else if (strcmp(flag, "--threads") == 0) {
+      threads = value;
+      threads_flag = "--threads";
+    } else if (strcmp(flag, "--shards") == 0)
+      o->shards = (unsigned)parse_unsigned(flag, value, 0, 4096);
+    else if (strcmp(flag, "--seed") == 0)
+      o->seed = parse_unsigned(flag, value, 0, UINT64_MAX);
+    else if (strcmp(flag, "--players") == 0)
+      o->players = parse_number(flag, value);
+    else if (strcmp(flag, "--hysteresis") == 0)
+      o->hysteresis = parse_number(flag, value);
+    else if (strcmp(flag, "--rebalance") == 0)
+      o->rebalance = (unsigned)parse_unsigned(flag, value, 0, UINT32_MAX);
+    else if (strcmp(flag, "--moves") == 0) {
+      if (strcmp(value, "on") == 0)
+        o->moves = 1;
+      else if (strcmp(value, "off") == 0)
+        o->moves = 0;
+      else
+        usage_error("--moves: '%s' is neither on nor off", value);
+    } else if (strcmp(flag, "--shape") == 0) {
+      if (strcmp(value, "circle") == 0)
+        o->shape = AOI_SHAPE_CIRCLE;
+      else if (strcmp(value, "square") == 0)
+        o->shape = AOI_SHAPE_SQUARE;
+      else if (strcmp(value, "cells") == 0) {
+        if (i + 1 >= argc)
+          usage_error("--shape cells needs a cell size");
+        o->shape = AOI_SHAPE_CELLS;
+        o->cell_size = parse_number("--shape cells", argv[++i]);
+        if (!(o->cell_size > 0))
+          usage_error("--shape cells: the cell size must be > 0");
+      } else
+        usage_error("--shape: '%s' is not circle, square or cells", value);
+    } else
+      usage_error("unknown option '%s'", flag);
   }
-  if (o->entities == 0)
-    die("--entities must be at least 1");
-  if (!(o->radius > 0))
-    die("--radius must be > 0");
+
+  if (!(o->radius > 0) || o->radius > 1e9)
+    usage_error("--radius must be > 0 (and at most 1e9)");
   if (!(o->neighbours > 0))
-    die("--neighbours must be > 0");
+    usage_error("--neighbours must be > 0");
   if (o->step < 0)
-    die("--step must be >= 0");
+    usage_error("--step must be >= 0");
+  if (!(o->players >= 0 && o->players <= 1))
+    usage_error("--players must be in [0, 1]");
+  if (o->hysteresis < 0)
+    usage_error("--hysteresis must be >= 0");
+  if (o->verify && !o->baseline)
+    usage_error("--verify compares with the baseline: not with "
+                "--no-baseline");
+  o->threads = parse_list(threads_flag, threads, 256, &o->thread_count);
+  o->scenarios = parse_scenarios(scenarios, &o->scenario_count);
 }
 
 int main(int argc, char **argv)
 {
   bench_options options;
   parse_options(argc, argv, &options);
-  const scenario *sc = find_scenario(options.scenario);
-  if (sc == NULL) {
-    usage(stderr);
-    die("unknown scenario '%s'", options.scenario);
-  }
-  bench_result result;
-  memset(&result, 0, sizeof(result));
-  run(&options, sc, &result);
-  print_summary(&options, sc, &result);
-  result_free(&result);
-  return 0;
+  int status = 0;
+  for (size_t i = 0; i < options.scenario_count; i++)
+    if (run_scenario(&options, options.scenarios[i]) != 0)
+      status = BENCH_EXIT_FAIL;
+  free(options.threads);
+  free(options.scenarios);
+  return status;
 }

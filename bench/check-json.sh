@@ -1,0 +1,80 @@
+#!/bin/sh
+# check-json.sh: `aoi-bench --json` prints one JSON object per run, one per
+# line, each with the keys that scripts rely on, and nothing else on stdout.
+#
+# usage: check-json.sh PATH/TO/aoi-bench
+#
+# Two scenarios at two thread counts must give four lines; each line must be
+# one flat object ({...} with no nested braces) holding every required key
+# with a number (or null, or a string where one is due). A run with
+# --no-baseline must carry the baseline keys as null. Where python3 exists,
+# every line must also parse as JSON. No timing is checked.
+set -u
+
+bench=${1:?usage: check-json.sh PATH/TO/aoi-bench}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
+  updates_per_s events_per_s imbalance peak_rss_bytes bytes_per_entity
+  allocs_per_tick drain_ms_median submit_ms_median apply_ms_median
+  exchange_ms_median compute_ms_median handoffs_per_tick ghosts_per_tick
+  speedup efficiency baseline_tick_ms_median baseline_speedup"
+
+# check FILE LINES: FILE holds LINES well-formed lines with every key.
+check() {
+  file=$1 want=$2
+  lines=$(wc -l <"$file")
+  if [ "$lines" -ne "$want" ]; then
+    echo "check-json: $lines lines, expected $want" >&2
+    fail=1
+  fi
+  bad=$(grep -c -v '^{[^{}]*}$' "$file")
+  if [ "$bad" -ne 0 ]; then
+    echo "check-json: $bad lines are not one flat JSON object" >&2
+    fail=1
+  fi
+  for key in $numeric; do
+    n=$(grep -c -E "[{,]\"$key\":(-?[0-9][0-9.eE+-]*|null)[,}]" "$file")
+    if [ "$n" -ne "$want" ]; then
+      echo "check-json: key $key is a number or null in $n of $want lines" >&2
+      fail=1
+    fi
+  done
+  n=$(grep -c -E '[{,]"scenario":"[a-z]+"[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad scenario key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"checksum":"[0-9a-f]{16}"[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad checksum key" >&2; fail=1; }
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    assert isinstance(json.loads(line), dict)' "$file" ||
+      { echo "check-json: python3 cannot parse $file" >&2; fail=1; }
+  fi
+}
+
+if ! "$bench" --json --scenario uniform,churn --entities 1000 --ticks 4 \
+     --threads 1,2 --shards 3 >"$tmp/sweep" 2>"$tmp/err"; then
+  echo "check-json: the sweep failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/sweep" 4
+for s in uniform churn; do
+  n=$(grep -c "\"scenario\":\"$s\"" "$tmp/sweep")
+  [ "$n" -eq 2 ] || { echo "check-json: $n lines for $s" >&2; fail=1; }
+done
+
+if ! "$bench" --json --no-baseline --scenario idle --entities 500 --ticks 2 \
+     --threads 1 >"$tmp/alone" 2>"$tmp/err"; then
+  echo "check-json: the --no-baseline run failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/alone" 1
+grep -q '"baseline_tick_ms_median":null' "$tmp/alone" ||
+  { echo "check-json: --no-baseline left a baseline figure" >&2; fail=1; }
+
+[ "$fail" -eq 0 ] && echo "check-json: ok"
+exit "$fail"

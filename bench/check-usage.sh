@@ -1,0 +1,60 @@
+#!/bin/sh
+# check-usage.sh: aoi-bench refuses a bad command line with a message on
+# stderr and exit status 2, before it runs anything; --help exits 0.
+#
+# usage: check-usage.sh PATH/TO/aoi-bench
+set -u
+
+bench=${1:?usage: check-usage.sh PATH/TO/aoi-bench}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# expect STATUS ARGS...: aoi-bench ARGS exits with STATUS; a refusal says
+# why on stderr and prints nothing on stdout.
+expect() {
+  want=$1
+  shift
+  "$bench" "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "check-usage: aoi-bench $* exited $got, expected $want" >&2
+    fail=1
+  elif [ "$want" -eq 2 ] && { [ ! -s "$tmp/err" ] || [ -s "$tmp/out" ]; }; then
+    echo "check-usage: aoi-bench $*: no message, or output on stdout" >&2
+    fail=1
+  fi
+}
+
+expect 2 --no-such-flag
+expect 2 stray-argument
+expect 2 --entities
+expect 2 --entities 0
+expect 2 --entities ten
+expect 2 --entities -5
+expect 2 --radius -1
+expect 2 --radius nan
+expect 2 --neighbours 0
+expect 2 --ticks 0
+expect 2 --threads 1,,2
+expect 2 --threads 300
+expect 2 --shards 5000
+expect 2 --scenario nosuch
+expect 2 --scenario uniform,nosuch
+expect 2 --moves maybe
+expect 2 --shape hexagon
+expect 2 --shape cells
+expect 2 --shape cells 0
+expect 2 --players 1.5
+expect 2 --step -1
+expect 2 --hysteresis -1
+expect 2 --json=yes
+expect 2 --verify --no-baseline
+expect 0 --help
+grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
+AOI_THREADS=lots
+export AOI_THREADS
+expect 2 --entities 10
+
+[ "$fail" -eq 0 ] && echo "check-usage: ok"
+exit "$fail"

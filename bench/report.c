@@ -1,0 +1,283 @@
+/*
+ * report.c: prints what aoi-bench measured. report_human writes one block
+ * per scenario: the crowd, the baseline, one paragraph per thread count and
+ * the sweep table; report_json writes one object per (scenario, threads)
+ * run on one line, and nothing else. A figure that was not measured (the
+ * baseline under --no-baseline, RSS without /proc) is `null` in JSON and
+ * `-` for people.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+static const char *shape_name(aoi_shape shape)
+{
+  switch (shape) {
+  case AOI_SHAPE_SQUARE:
+    return "square";
+  case AOI_SHAPE_CELLS:
+    return "cells";
+  case AOI_SHAPE_CIRCLE:
+  default:
+    return "circle";
+  }
+}
+
+static double mib(double bytes)
+{
+  return bytes / (1024.0 * 1024.0);
+}
+
+/* The baseline's median over the run's: how many times faster the engine
+   is. NAN when there is no baseline. */
+static double baseline_speedup(const scenario_result *s, const run_result *r)
+{
+  if (!s->base.ran || !(r->tick_ms_median > 0))
+    return NAN;
+  return s->base.tick_ms_median / r->tick_ms_median;
+}
+
+/* ---- for people --------------------------------------------------------- */
+
+static void print_run(const bench_options *o, const scenario_result *s,
+                      const run_result *r)
+{
+  printf("\n  threads %u", r->threads);
+  if (r->threads_asked != r->threads)
+    printf(" (asked 0: one per core)");
+  printf(", shards %u\n", r->shards);
+  printf("    tick ms     median %.3f  p99 %.3f  max %.3f  (aoi_tick alone)\n",
+         r->tick_ms_median, r->tick_ms_p99, r->tick_ms_max);
+  printf("    phases ms   apply %.3f  exchange %.3f  compute %.3f"
+         "  (medians of the slowest worker's)\n",
+         r->phase_ms_median[AOI_PHASE_APPLY],
+         r->phase_ms_median[AOI_PHASE_EXCHANGE],
+         r->phase_ms_median[AOI_PHASE_COMPUTE]);
+  printf("    host ms     submit %.3f  drain %.3f  (medians: the calls before"
+         " the tick; pending + drain + checksum after)\n",
+         r->submit_ms_median, r->drain_ms_median);
+  double seconds = r->tick_ms_median / 1e3;
+  printf("    throughput  %.3g updates/s  %.3g events/s  (a tick's, over the"
+         " median tick)\n",
+         seconds > 0 ? r->updates_per_tick / seconds : 0,
+         seconds > 0 ? r->events_per_tick / seconds : 0);
+  printf("    per tick    %.0f updates  %.0f events  %.0f ghosts  %.1f"
+         " handoffs  (%" PRIu64 " rebalances in all)\n",
+         r->updates_per_tick, r->events_per_tick, r->ghosts_per_tick,
+         r->handoffs_per_tick, r->rebalances);
+  printf("    imbalance   shards %.3f  workers %.3f  entities %.3f"
+         "  (max / mean: compute time, compute time, owned entities)\n",
+         r->imbalance, r->worker_imbalance, r->entity_imbalance);
+  printf("    memory      peak RSS ");
+  if (r->peak_rss_bytes)
+    printf("%.1f MiB", mib((double)r->peak_rss_bytes));
+  else
+    printf("-");
+  printf("  engine heap peak %.1f MiB = %.0f B/entity\n",
+         mib((double)r->heap_peak_bytes),
+         (double)r->heap_peak_bytes / o->entities);
+  printf("    allocs      %.2f a tick  (submit %.2f, drain %.2f; last %u"
+         " ticks)\n",
+         r->allocs_per_tick, r->submit_allocs_per_tick,
+         r->drain_allocs_per_tick, o->ticks - o->ticks / 2);
+  double vs = baseline_speedup(s, r);
+  if (isfinite(vs))
+    printf("    baseline    %.2fx  (baseline median tick / this one)\n", vs);
+  printf("    checksum    %016" PRIx64, r->checksum);
+  if (s->base.ran)
+    printf("  (%s the baseline's%s)",
+           r->checksum == s->base.checksum ? "equals" : "DIFFERS FROM",
+           r->verified ? ", every event verified" : "");
+  printf("\n");
+  if (r->shards <= 1)
+    return;
+  if (r->shards > 32) {
+    printf("    (%u shards: per-shard table left out)\n", r->shards);
+    return;
+  }
+  printf("    shard  worker  entities  ghosts  compute ms/tick\n");
+  for (unsigned i = 0; i < r->shards; i++)
+    printf("    %5u  %6u  %8" PRIu32 "  %6" PRIu32 "  %15.3f\n", i,
+           r->shard[i].worker, r->shard[i].entities, r->shard[i].ghosts,
+           r->shard[i].compute_ms);
+}
+
+static void print_sweep(const scenario_result *s)
+{
+  printf("\n  sweep   threads  shards  tick ms    p99 ms  speedup  "
+         "efficiency  vs baseline  checksum\n");
+  for (size_t k = 0; k < s->run_count; k++) {
+    const run_result *r = &s->runs[k];
+    double vs = baseline_speedup(s, r);
+    printf("          %7u  %6u  %7.3f  %8.3f  %7.2f  %10.2f  ", r->threads,
+           r->shards, r->tick_ms_median, r->tick_ms_p99, r->speedup,
+           r->efficiency);
+    if (isfinite(vs))
+      printf("%10.2fx", vs);
+    else
+      printf("%11s", "-");
+    printf("  %016" PRIx64 "\n", r->checksum);
+  }
+}
+
+void report_human(const bench_options *o, const scenario_result *s)
+{
+  printf("%s: %s\n", s->sc->name, s->sc->summary);
+  printf("  crowd       %" PRIu32 " entities (players %.0f%%), radius %g,"
+         " ~%g neighbours, side %.1f, step %g\n",
+         o->entities, 100 * o->players, o->radius, o->neighbours, s->side,
+         s->step);
+  printf("  views       %s", shape_name(o->shape));
+  if (o->shape == AOI_SHAPE_CELLS)
+    printf(" %g", o->cell_size);
+  printf(", hysteresis %g, moves %s; seed %" PRIu64 "; %u ticks after 1"
+         " warm-up\n",
+         o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks);
+  if (s->base.ran)
+    printf("  baseline    nine-grid, one thread: tick median %.3f ms, p99"
+           " %.3f ms; %.0f events/tick; heap peak %.0f B/entity\n",
+           s->base.tick_ms_median, s->base.tick_ms_p99,
+           s->base.events_per_tick,
+           (double)s->base.peak_bytes / o->entities);
+  else
+    printf("  baseline    - (--no-baseline)\n");
+  for (size_t k = 0; k < s->run_count; k++)
+    print_run(o, s, &s->runs[k]);
+  if (s->run_count > 1)
+    print_sweep(s);
+  printf("\n");
+  fflush(stdout);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+typedef struct json_line {
+  int fields;
+} json_line;
+
+static void json_key(json_line *j, const char *key)
+{
+  printf("%s\"%s\":", j->fields++ ? "," : "{", key);
+}
+
+static void json_number(json_line *j, const char *key, double v)
+{
+  json_key(j, key);
+  if (isfinite(v))
+    printf("%.6g", v);
+  else
+    printf("null");
+}
+
+static void json_uint(json_line *j, const char *key, uint64_t v)
+{
+  json_key(j, key);
+  printf("%" PRIu64, v);
+}
+
+/* Our strings are names and hex digits: nothing to escape. */
+static void json_string(json_line *j, const char *key, const char *v)
+{
+  json_key(j, key);
+  printf("\"%s\"", v);
+}
+
+static void json_bool(json_line *j, const char *key, int v)
+{
+  json_key(j, key);
+  printf(v ? "true" : "false");
+}
+
+static void json_null(json_line *j, const char *key)
+{
+  json_key(j, key);
+  printf("null");
+}
+
+static void json_run(const bench_options *o, const scenario_result *s,
+                     const run_result *r)
+{
+  json_line j = {0};
+  char hex[17];
+  double seconds = r->tick_ms_median / 1e3;
+  json_string(&j, "scenario", s->sc->name);
+  json_uint(&j, "entities", o->entities);
+  json_number(&j, "players", o->players);
+  json_number(&j, "radius", o->radius);
+  json_number(&j, "neighbours", o->neighbours);
+  json_number(&j, "side", s->side);
+  json_number(&j, "step", s->step);
+  json_string(&j, "shape", shape_name(o->shape));
+  if (o->shape == AOI_SHAPE_CELLS)
+    json_number(&j, "cell_size", o->cell_size);
+  else
+    json_null(&j, "cell_size");
+  json_number(&j, "hysteresis", o->hysteresis);
+  json_bool(&j, "moves", o->moves);
+  json_uint(&j, "seed", o->seed);
+  json_uint(&j, "threads", r->threads);
+  json_uint(&j, "shards", r->shards);
+  json_uint(&j, "ticks", o->ticks);
+  json_number(&j, "tick_ms_median", r->tick_ms_median);
+  json_number(&j, "tick_ms_p99", r->tick_ms_p99);
+  json_number(&j, "tick_ms_max", r->tick_ms_max);
+  json_number(&j, "tick_ms_mean", r->tick_ms_mean);
+  json_number(&j, "submit_ms_median", r->submit_ms_median);
+  json_number(&j, "drain_ms_median", r->drain_ms_median);
+  json_number(&j, "apply_ms_median", r->phase_ms_median[AOI_PHASE_APPLY]);
+  json_number(&j, "exchange_ms_median",
+              r->phase_ms_median[AOI_PHASE_EXCHANGE]);
+  json_number(&j, "compute_ms_median", r->phase_ms_median[AOI_PHASE_COMPUTE]);
+  json_number(&j, "updates_per_tick", r->updates_per_tick);
+  json_number(&j, "events_per_tick", r->events_per_tick);
+  json_number(&j, "updates_per_s",
+              seconds > 0 ? r->updates_per_tick / seconds : NAN);
+  json_number(&j, "events_per_s",
+              seconds > 0 ? r->events_per_tick / seconds : NAN);
+  json_number(&j, "handoffs_per_tick", r->handoffs_per_tick);
+  json_number(&j, "ghosts_per_tick", r->ghosts_per_tick);
+  json_uint(&j, "rebalances", r->rebalances);
+  json_number(&j, "imbalance", r->imbalance);
+  json_number(&j, "worker_imbalance", r->worker_imbalance);
+  json_number(&j, "entity_imbalance", r->entity_imbalance);
+  if (r->peak_rss_bytes)
+    json_uint(&j, "peak_rss_bytes", r->peak_rss_bytes);
+  else
+    json_null(&j, "peak_rss_bytes");
+  json_uint(&j, "heap_peak_bytes", r->heap_peak_bytes);
+  json_number(&j, "bytes_per_entity",
+              (double)r->heap_peak_bytes / o->entities);
+  json_number(&j, "allocs_per_tick", r->allocs_per_tick);
+  json_number(&j, "submit_allocs_per_tick", r->submit_allocs_per_tick);
+  json_number(&j, "drain_allocs_per_tick", r->drain_allocs_per_tick);
+  json_number(&j, "speedup", r->speedup);
+  json_number(&j, "efficiency", r->efficiency);
+  snprintf(hex, sizeof(hex), "%016" PRIx64, r->checksum);
+  json_string(&j, "checksum", hex);
+  if (s->base.ran) {
+    json_number(&j, "baseline_tick_ms_median", s->base.tick_ms_median);
+    json_number(&j, "baseline_tick_ms_p99", s->base.tick_ms_p99);
+    json_number(&j, "baseline_speedup", baseline_speedup(s, r));
+    json_number(&j, "baseline_bytes_per_entity",
+                (double)s->base.peak_bytes / o->entities);
+    json_bool(&j, "baseline_checksum_match",
+              r->checksum == s->base.checksum);
+  } else {
+    json_null(&j, "baseline_tick_ms_median");
+    json_null(&j, "baseline_tick_ms_p99");
+    json_null(&j, "baseline_speedup");
+    json_null(&j, "baseline_bytes_per_entity");
+    json_null(&j, "baseline_checksum_match");
+  }
+  json_bool(&j, "verified", r->verified);
+  printf("}\n");
+}
+
+void report_json(const bench_options *o, const scenario_result *s)
+{
+  for (size_t k = 0; k < s->run_count; k++)
+    json_run(o, s, &s->runs[k]);
+  fflush(stdout);
+}

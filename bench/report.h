@@ -1,0 +1,79 @@
+/*
+ * report.h: what aoi-bench measured, and the two ways it prints it: a table
+ * for people, or one JSON object per line for scripts. aoi-bench.c fills
+ * these structures; report.c only formats them (what each number means is
+ * in aoi-bench.c's opening comment).
+ */
+#ifndef AOI_BENCH_REPORT_H
+#define AOI_BENCH_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aoi.h"
+#include "scenario.h"
+
+typedef struct bench_options {
+  const scenario **scenarios;
+  size_t scenario_count;
+  unsigned *threads; /* as asked; 0 = one per core */
+  size_t thread_count;
+  uint32_t entities;
+  double radius, neighbours, players, hysteresis;
+  double step;
+  int step_given; /* else step = radius / 20 */
+  unsigned ticks, shards, rebalance;
+  uint64_t seed;
+  int moves;
+  aoi_shape shape;
+  double cell_size;
+  int json, verify, baseline;
+} bench_options;
+
+/* The baseline's figures for one scenario. */
+typedef struct baseline_result {
+  int ran;
+  double tick_ms_median, tick_ms_p99, submit_ms_median;
+  double events_per_tick;
+  size_t peak_bytes;
+  uint64_t checksum;
+} baseline_result;
+
+/* One shard after the last tick, and its mean compute time a tick. */
+typedef struct shard_result {
+  unsigned worker;
+  uint32_t entities, ghosts;
+  double compute_ms;
+} shard_result;
+
+/* One (scenario, threads) run of the engine. */
+typedef struct run_result {
+  unsigned threads_asked, threads, shards;
+  double tick_ms_median, tick_ms_p99, tick_ms_max, tick_ms_mean;
+  double submit_ms_median, drain_ms_median;
+  double phase_ms_median[AOI_PHASE_COUNT];
+  double updates_per_tick, events_per_tick;
+  double ghosts_per_tick, handoffs_per_tick;
+  uint64_t rebalances;
+  double imbalance, worker_imbalance, entity_imbalance;
+  shard_result *shard; /* `shards` entries */
+  uint64_t peak_rss_bytes; /* 0 when /proc could not tell */
+  size_t heap_peak_bytes;
+  double allocs_per_tick, submit_allocs_per_tick, drain_allocs_per_tick;
+  uint64_t checksum;
+  int verified;
+  double speedup, efficiency; /* against the sweep's first run */
+} run_result;
+
+typedef struct scenario_result {
+  const scenario *sc;
+  double side, step;
+  baseline_result base;
+  run_result *runs; /* one per --threads entry */
+  size_t run_count;
+} scenario_result;
+
+void report_human(const bench_options *o, const scenario_result *s);
+void report_json(const bench_options *o, const scenario_result *s);
+
+#endif /* AOI_BENCH_REPORT_H */
