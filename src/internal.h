@@ -50,6 +50,11 @@ void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
    items, doubling. Returns 0 or AOI_ENOMEM (then nothing changed). */
 int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t need, size_t elem);
+/* Like aoi__reserve, but a growth leaves room for half as much again: for
+   arrays whose need wanders around a level (views, outboxes), which then
+   stop growing once the crowd settles. */
+int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
+                       uint32_t need, size_t elem);
 uint64_t aoi__now_ns(void);
 
 /* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */

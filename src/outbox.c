@@ -36,8 +36,8 @@ aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
       outbox->capacity = capacity;
     }
   }
-  if (aoi__reserve(a, (void **)&outbox->events, &outbox->capacity,
-                   outbox->count + count, sizeof(aoi_event)) != 0)
+  if (aoi__reserve_roomy(a, (void **)&outbox->events, &outbox->capacity,
+                         outbox->count + count, sizeof(aoi_event)) != 0)
     return NULL;
   return outbox->events + outbox->count;
 }

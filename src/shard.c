@@ -639,8 +639,8 @@ static aoi_event *reserve_output(aoi__worker *k, aoi__entity *e,
   const aoi_allocator *a = &k->world->allocator;
   aoi__outbox *outbox = &k->world->outbox[e->handle];
   aoi_event *out;
-  if (aoi__reserve(a, (void **)&e->view.items, &e->view.capacity, view_size,
-                   sizeof(aoi__seen)) != 0 ||
+  if (aoi__reserve_roomy(a, (void **)&e->view.items, &e->view.capacity,
+                         view_size, sizeof(aoi__seen)) != 0 ||
       (out = aoi__outbox_reserve(a, outbox, count)) == NULL ||
       (outbox->count == 0 &&
        aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,

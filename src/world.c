@@ -81,6 +81,16 @@ int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
   return 0;
 }
 
+int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
+                       uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  uint64_t roomy = (uint64_t)need + need / 2;
+  return aoi__reserve(a, array, cap,
+                      roomy > UINT32_MAX ? UINT32_MAX : (uint32_t)roomy, elem);
+}
+
 uint64_t aoi__now_ns(void)
 {
   struct timespec ts;
