@@ -815,22 +815,15 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
   const aoi__entity *e = applied(w, h);
   size_t n = e != NULL ? e->view.count : 0;
   for (size_t i = 0; i < n && i < capacity; i++)
-    ids[i] = e->view.items[i].id;
+    ids[i] = e->view.ids[i];
   *count = n;
   return 0;
 }
 
 static bool view_holds(const aoi__view *v, uint64_t id, uint32_t handle)
 {
-  uint32_t lo = 0, hi = v->count;
-  while (lo < hi) {
-    uint32_t mid = (lo + hi) / 2;
-    if (v->items[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < v->count && v->items[lo].id == id && v->items[lo].handle == handle;
+  uint32_t at = aoi__view_find(v, id);
+  return at < v->count && aoi__view_items(v)[at].handle == handle;
 }
 
 int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,

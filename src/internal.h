@@ -291,21 +291,32 @@ typedef struct aoi__chunk {
   aoi__op ops[AOI__CHUNK_OPS];
 } aoi__chunk;
 
-/* One entry of a watcher's view, sorted by id: the marker, and the position
-   this watcher was last told (by its enter or its last move). A marker
-   whose position differs from it gets a move event; after a tick that
-   stored no event for this watcher (out of memory), that is still the
-   position the client knows, so the next tick catches it up exactly. */
+/* A watcher's view: the markers it sees, sorted by id. The ids lie apart
+   from the rest of each entry, so a probe by id reads only ids. An entry
+   holds the marker's handle and the position this watcher was last told
+   (by its enter or its last move). A marker whose position differs from it
+   gets a move event; after a tick that stored no event for this watcher
+   (out of memory), that is still the position the client knows, so the next
+   tick catches it up exactly. */
 typedef struct aoi__seen {
-  uint64_t id;
   uint32_t handle;
   float x, y;
 } aoi__seen;
 
 typedef struct aoi__view {
-  aoi__seen *items;
+  uint64_t *ids; /* one block: `capacity` ids, then `capacity` entries */
   uint32_t count, capacity;
 } aoi__view;
+
+static inline aoi__seen *aoi__view_items(const aoi__view *view)
+{
+  return (aoi__seen *)(void *)(view->ids + view->capacity);
+}
+
+static inline size_t aoi__view_bytes(uint32_t capacity)
+{
+  return (sizeof(uint64_t) + sizeof(aoi__seen)) * (size_t)capacity;
+}
 
 /* An entity as its owning shard holds it. */
 typedef struct aoi__entity {
@@ -318,7 +329,6 @@ typedef struct aoi__entity {
   uint64_t touched;  /* the last tick whose ops moved or added it */
   uint64_t changed;  /* the last tick whose ops changed it in any way */
   uint64_t computed; /* the last tick that computed its view (watchers) */
-  uint64_t added;    /* the tick whose ops added it */
   aoi__view view;
 } aoi__entity;
 
@@ -509,6 +519,9 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard);
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
                       unsigned threads);
 bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
+void aoi__view_free(const aoi_allocator *a, aoi__view *view);
+/* The index of `id` in a view, or view->count when it holds no such id. */
+uint32_t aoi__view_find(const aoi__view *view, uint64_t id);
 
 /* host.c */
 int aoi__host_init(struct aoi_world *world);

@@ -78,8 +78,7 @@ static void shard_take(aoi__shard *s, aoi__location *location, uint32_t slot)
 void aoi__shard_free(const aoi_allocator *a, aoi__shard *s)
 {
   for (uint32_t i = 0; i < s->count; i++)
-    aoi__free(a, s->entities[i].view.items,
-              sizeof(aoi__seen) * s->entities[i].view.capacity);
+    aoi__view_free(a, &s->entities[i].view);
   aoi__free(a, s->entities, sizeof(aoi__entity) * s->capacity);
   aoi__free(a, s->ghosts, sizeof(aoi__ghost) * s->ghost_capacity);
   aoi__free(a, s->touched, sizeof(uint32_t) * s->touched_capacity);
@@ -237,7 +236,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     e.radius = op->radius;
     e.layers = op->layers;
     e.interest = op->interest;
-    e.touched = e.changed = e.added = tick;
+    e.touched = e.changed = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       fail(k, rc);
@@ -270,8 +269,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
   case AOI__OP_REMOVE:
     if (e->touched != tick)
       depart(s, e);
-    aoi__free(&w->allocator, e->view.items,
-              sizeof(aoi__seen) * e->view.capacity);
+    aoi__view_free(&w->allocator, &e->view);
     w->mark[op->handle] = (aoi__mark){0, 0, 0, (uint32_t)tick};
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
@@ -617,17 +615,69 @@ static bool find_enters(aoi__worker *k, const aoi__entity *e,
 static void merge_enters(aoi__view *view, uint32_t kept,
                          const aoi__candidate *enters, uint32_t n)
 {
-  aoi__seen *seen = view->items;
+  uint64_t *ids = view->ids;
+  aoi__seen *items = aoi__view_items(view);
   uint32_t i = kept, j = n, to = kept + n;
   while (j > 0) {
-    if (i > 0 && seen[i - 1].id > enters[j - 1].id) {
-      seen[--to] = seen[--i];
+    to--;
+    if (i > 0 && ids[i - 1] > enters[j - 1].id) {
+      i--;
+      ids[to] = ids[i];
+      items[to] = items[i];
     } else {
       const aoi__candidate *c = &enters[--j];
-      seen[--to] = (aoi__seen){c->id, c->handle, c->x, c->y};
+      ids[to] = c->id;
+      items[to] = (aoi__seen){c->handle, c->x, c->y};
     }
   }
   view->count = kept + n;
+}
+
+void aoi__view_free(const aoi_allocator *a, aoi__view *view)
+{
+  aoi__free(a, view->ids, aoi__view_bytes(view->capacity));
+  memset(view, 0, sizeof(*view));
+}
+
+uint32_t aoi__view_find(const aoi__view *view, uint64_t id)
+{
+  const uint64_t *ids = view->ids;
+  uint32_t lo = 0, hi = view->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (ids[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < view->count && ids[lo] == id ? lo : view->count;
+}
+
+/* Room for `need` entries, with half as much again when it grows (a view's
+   size wanders around its crowd's density). 0 or AOI_ENOMEM (then nothing
+   changed). */
+static int view_reserve(const aoi_allocator *a, aoi__view *view,
+                        uint32_t need)
+{
+  if (need <= view->capacity)
+    return 0;
+  uint64_t capacity = view->capacity ? view->capacity : 8;
+  while (capacity < (uint64_t)need + need / 2)
+    capacity *= 2;
+  if (capacity > UINT32_MAX / aoi__view_bytes(1))
+    return AOI_ENOMEM;
+  aoi__view bigger = {NULL, view->count, (uint32_t)capacity};
+  bigger.ids = aoi__alloc(a, aoi__view_bytes(bigger.capacity));
+  if (bigger.ids == NULL)
+    return AOI_ENOMEM;
+  if (view->count > 0) {
+    memcpy(bigger.ids, view->ids, sizeof(uint64_t) * view->count);
+    memcpy(aoi__view_items(&bigger), aoi__view_items(view),
+           sizeof(aoi__seen) * view->count);
+  }
+  aoi__view_free(a, view);
+  *view = bigger;
+  return 0;
 }
 
 /* Makes room for `count` events in e's outbox and for its new view, and
@@ -639,8 +689,7 @@ static aoi_event *reserve_output(aoi__worker *k, aoi__entity *e,
   const aoi_allocator *a = &k->world->allocator;
   aoi__outbox *outbox = &k->world->outbox[e->handle];
   aoi_event *out;
-  if (aoi__reserve_roomy(a, (void **)&e->view.items, &e->view.capacity,
-                         view_size, sizeof(aoi__seen)) != 0 ||
+  if (view_reserve(a, &e->view, view_size) != 0 ||
       (out = aoi__outbox_reserve(a, outbox, count)) == NULL ||
       (outbox->count == 0 &&
        aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
@@ -677,7 +726,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
   aoi__view *view = &e->view;
-  aoi__seen *seen = view->items;
+  const aoi__seen *seen = aoi__view_items(view);
   uint32_t v = view->count;
   uint32_t serial = next_serial(k);
   for (uint32_t i = 0; i < v; i++)
@@ -707,7 +756,8 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return;
   }
   AOI__STRESS();
-  seen = view->items;
+  uint64_t *ids = view->ids;
+  aoi__seen *items = aoi__view_items(view);
 
   /* Leaves go straight to the outbox, moves to k->events until the enters
      are in; kept entries close up in place. */
@@ -718,21 +768,23 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi_event *moves = k->events;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
-    aoi__seen s = seen[i];
+    uint64_t id = ids[i];
+    aoi__seen s = items[i];
     if (i + 8 < v)
-      __builtin_prefetch(&mark[seen[i + 8].handle]);
+      __builtin_prefetch(&mark[items[i + 8].handle]);
     const aoi__mark *m = &mark[s.handle];
     if ((m->layers & e->interest) == 0 ||
         !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
-      out[nl++] = (aoi_event){s.id, 0, 0, AOI_LEAVE, stamp};
+      out[nl++] = (aoi_event){id, 0, 0, AOI_LEAVE, stamp};
       continue;
     }
     if (move_events && (m->x != s.x || m->y != s.y)) {
-      moves[nm++] = (aoi_event){s.id, m->x, m->y, AOI_MOVE, stamp};
+      moves[nm++] = (aoi_event){id, m->x, m->y, AOI_MOVE, stamp};
       s.x = m->x;
       s.y = m->y;
     }
-    seen[kept++] = s;
+    ids[kept] = id;
+    items[kept++] = s;
   }
   for (uint32_t j = 0; j < n; j++)
     out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
@@ -741,20 +793,6 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nl + n + nm);
   e->computed = tick;
-}
-
-/* The index of `id` in a view, or v when it holds no such id. */
-static uint32_t view_find(const aoi__seen *seen, uint32_t v, uint64_t id)
-{
-  uint32_t lo = 0, hi = v;
-  while (lo < hi) {
-    uint32_t mid = (lo + hi) / 2;
-    if (seen[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < v && seen[lo].id == id ? lo : v;
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -785,7 +823,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   const aoi__shape *shape = &w->shape;
   const aoi__mark *mark = w->mark;
   aoi__view *view = &e->view;
-  aoi__seen *seen = view->items;
+  const aoi__seen *seen = aoi__view_items(view);
   uint32_t v = view->count;
   double inner = e->radius, outer = inner + w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
@@ -811,7 +849,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           uint32_t h = g->handle[i];
           if (h == e->handle || k->stamp[h] == serial)
             continue;
-          uint32_t p = view_find(seen, v, g->id[i]);
+          uint32_t p = aoi__view_find(view, g->id[i]);
           if (p < v && seen[p].handle == h) {
             /* held: it leaves or moves (met once, as marker or departure) */
             k->stamp[h] = serial;
@@ -862,24 +900,25 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return;
   }
   AOI__STRESS();
-  seen = view->items;
+  uint64_t *ids = view->ids;
+  aoi__seen *items = aoi__view_items(view);
   uint32_t stamp = (uint32_t)tick;
   /* Each view index is hit once: sorted, the moves come by index (so by
      id), then the leaves, which carry the high bit. */
   sort_u32(hits, nh);
   uint32_t nm = nh - nl;
   for (uint32_t q = 0; q < nl; q++)
-    out[q] = (aoi_event){seen[hits[nm + q] & ~HIT_LEAVE].id, 0, 0, AOI_LEAVE,
+    out[q] = (aoi_event){ids[hits[nm + q] & ~HIT_LEAVE], 0, 0, AOI_LEAVE,
                          stamp};
   for (uint32_t j = 0; j < n; j++)
     out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
                               AOI_ENTER, stamp};
   for (uint32_t q = 0; q < nm; q++) {
-    aoi__seen *s = &seen[hits[q]];
+    aoi__seen *s = &items[hits[q]];
     const aoi__mark *m = &mark[s->handle];
     s->x = m->x;
     s->y = m->y;
-    out[nl + n + q] = (aoi_event){s->id, m->x, m->y, AOI_MOVE, stamp};
+    out[nl + n + q] = (aoi_event){ids[hits[q]], m->x, m->y, AOI_MOVE, stamp};
   }
   uint32_t kept = v;
   if (nl > 0) {
@@ -890,7 +929,8 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         q++;
         continue;
       }
-      seen[to++] = seen[i];
+      ids[to] = ids[i];
+      items[to++] = items[i];
     }
     kept = to;
   }
@@ -934,11 +974,18 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     if (i + 8 < g->count && (g->info[i + 8] & want) == want)
       __builtin_prefetch(&s->entities[g->slot[i + 8]]);
     if (i + 4 < g->count && (g->info[i + 4] & want) == want) {
+      /* the ids, which a probe reads; the rest when the view is walked */
       const aoi__entity *ahead = &s->entities[g->slot[i + 4]];
-      const char *items = (const char *)ahead->view.items;
-      size_t bytes = sizeof(aoi__seen) * ahead->view.count;
-      for (size_t at = 0; at < bytes && at < 1024; at += 64)
-        __builtin_prefetch(items + at);
+      const char *ids = (const char *)ahead->view.ids;
+      size_t bytes = sizeof(uint64_t) * ahead->view.count;
+      for (size_t at = 0; at < bytes && at < 512; at += 64)
+        __builtin_prefetch(ids + at);
+      {
+        const char *items = (const char *)aoi__view_items(&ahead->view);
+        bytes = sizeof(aoi__seen) * ahead->view.count;
+        for (size_t at = 0; at < bytes && at < 768; at += 64)
+          __builtin_prefetch(items + at);
+      }
       __builtin_prefetch(&k->world->outbox[ahead->handle]);
     }
     if ((g->info[i] & want) == want)
@@ -1027,7 +1074,7 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
     if (!(e->flags & AOI_WATCHER) && e->view.count != 0)
       return false;
     for (uint32_t j = 1; j < e->view.count; j++)
-      if (e->view.items[j - 1].id >= e->view.items[j].id)
+      if (e->view.ids[j - 1] >= e->view.ids[j])
         return false;
   }
   return s->grid.width == 0 || aoi__grid_valid(&s->grid);
