@@ -132,6 +132,7 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y)
 void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 {
   aoi__free(a, grid->start, sizeof(uint32_t) * grid->start_capacity);
+  aoi__free(a, grid->dirty, sizeof(uint32_t) * grid->dirty_capacity);
   aoi__free(a, grid->x, sizeof(float) * grid->capacity);
   aoi__free(a, grid->y, sizeof(float) * grid->capacity);
   aoi__free(a, grid->id, sizeof(uint64_t) * grid->capacity);
@@ -144,8 +145,20 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 }
 
 static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
-                        uint32_t count, uint32_t cells)
+                        uint32_t count, uint32_t width, uint32_t height)
 {
+  uint32_t cells = width * height;
+  uint32_t corners = (width + 1) * (height + 1);
+  if (corners > grid->dirty_capacity) {
+    uint32_t capacity = corners + corners / 2;
+    uint32_t *dirty = aoi__realloc(a, grid->dirty,
+                                   sizeof(uint32_t) * grid->dirty_capacity,
+                                   sizeof(uint32_t) * capacity);
+    if (dirty == NULL)
+      return AOI_ENOMEM;
+    grid->dirty = dirty;
+    grid->dirty_capacity = capacity;
+  }
   uint32_t slots = (AOI__GRID_CLASSES + 1) * cells + 1;
   if (slots > grid->start_capacity) {
     uint32_t capacity = slots + slots / 2;
@@ -176,13 +189,14 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
     return AOI_ENOMEM;
   }
   /* The entries are rebuilt from scratch, so nothing needs copying. */
-  uint32_t *start = grid->start, start_capacity = grid->start_capacity;
-  grid->start = NULL;
-  grid->start_capacity = 0;
+  bigger.start = grid->start;
+  bigger.start_capacity = grid->start_capacity;
+  bigger.dirty = grid->dirty;
+  bigger.dirty_capacity = grid->dirty_capacity;
+  grid->start = grid->dirty = NULL;
+  grid->start_capacity = grid->dirty_capacity = 0;
   aoi__grid_free(a, grid);
   *grid = bigger;
-  grid->start = start;
-  grid->start_capacity = start_capacity;
   return 0;
 }
 
@@ -235,7 +249,7 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   }
   uint32_t width = (uint32_t)wx, height = (uint32_t)wy;
   uint32_t cells = width * height;
-  int rc = grid_reserve(a, grid, count, cells);
+  int rc = grid_reserve(a, grid, count, width, height);
   if (rc != 0)
     return rc;
   grid->x0 = min_x;
@@ -272,6 +286,18 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   for (uint32_t k = slots; k > 0; k--)
     start[k] = start[k - 1];
   start[0] = 0;
+  uint32_t stride = width + 1, *dirty = grid->dirty;
+  memset(dirty, 0, sizeof(uint32_t) * stride);
+  for (uint32_t cy = 0; cy < height; cy++) {
+    uint32_t row = 0;
+    dirty[(cy + 1) * stride] = 0;
+    for (uint32_t cx = 0; cx < width; cx++) {
+      uint32_t c = cy * width + cx, d = AOI__GRID_CLASSES * cells + c;
+      row += start[AOI__GRID_CLASSES * c + 1] - start[AOI__GRID_CLASSES * c] +
+             start[d + 1] - start[d];
+      dirty[(cy + 1) * stride + cx + 1] = dirty[cy * stride + cx + 1] + row;
+    }
+  }
   return 0;
 }
 
@@ -303,5 +329,9 @@ bool aoi__grid_valid(const aoi__grid *grid)
         return false;
     }
   }
-  return true;
+  uint32_t all[4] = {0, 0, grid->width - 1, grid->height - 1}, dirty = 0;
+  for (uint32_t i = 0; i < grid->count; i++)
+    dirty += (grid->info[i] & (AOI__ENTRY_DEPARTED | AOI__ENTRY_CHANGED)) &&
+             (grid->info[i] & (AOI__ENTRY_DEPARTED | AOI__ENTRY_MARKER));
+  return aoi__grid_dirty(grid, all) == dirty;
 }

@@ -571,6 +571,7 @@ int aoi_tick_begin(aoi_world *w)
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
+  w->command.watch_reach = reach;
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
                              ? fmax(w->shape.cell, reach)
                              : fmax(reach, 1e-3);

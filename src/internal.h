@@ -189,6 +189,7 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 #define AOI__ENTRY_OWNED 4u
 #define AOI__ENTRY_CHANGED 8u
 #define AOI__ENTRY_DEPARTED 16u
+#define AOI__ENTRY_STALE 32u /* a watcher whose view the last tick kept */
 #define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
@@ -196,6 +197,11 @@ typedef struct aoi__grid {
   uint32_t width, height;
   uint32_t *start; /* (AOI__GRID_CLASSES + 1) * width * height + 1 */
   uint32_t start_capacity;
+  /* (width + 1) * (height + 1) prefix sums over cells of the changed
+     markers and departures: dirty[(cy) * (width + 1) + cx] counts those in
+     cells [0, cx) x [0, cy). */
+  uint32_t *dirty;
+  uint32_t dirty_capacity;
   uint32_t count, capacity;
   float *x, *y;
   uint64_t *id;
@@ -220,6 +226,16 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4]);
 bool aoi__grid_valid(const aoi__grid *grid);
+/* How many changed markers and departures lie in the inclusive cell range
+   r[4] (x0, y0, x1, y1). */
+static inline uint32_t aoi__grid_dirty(const aoi__grid *grid,
+                                       const uint32_t r[4])
+{
+  uint32_t stride = grid->width + 1;
+  const uint32_t *d = grid->dirty;
+  return d[(r[3] + 1) * stride + r[2] + 1] - d[r[1] * stride + r[2] + 1] -
+         d[(r[3] + 1) * stride + r[0]] + d[r[1] * stride + r[0]];
+}
 /* The entries of cells cx0..cx1 of row cy, which lie contiguously (no
    departures among them). */
 static inline uint32_t aoi__grid_row_begin(const aoi__grid *grid, uint32_t cy,
@@ -328,7 +344,8 @@ typedef struct aoi__entity {
   uint32_t layers, interest;
   uint64_t touched;  /* the last tick whose ops moved or added it */
   uint64_t changed;  /* the last tick whose ops changed it in any way */
-  uint64_t computed; /* the last tick that computed its view (watchers) */
+  uint32_t stale;    /* its view missed a tick (a failed or skipped compute):
+                        the next one starts from scratch */
   aoi__view view;
 } aoi__entity;
 
@@ -402,6 +419,7 @@ typedef struct aoi__tick_command {
   uint64_t tick;
   double ghost_reach; /* per-axis distance within which markers are ghosted */
   double cell_size;   /* grid cell side */
+  double watch_reach; /* >= every watcher's radius plus the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
   int shutdown;
 } aoi__tick_command;
@@ -424,6 +442,8 @@ typedef struct aoi__worker {
   aoi__batch *handoffs_out; /* one per peer worker */
   aoi__batch *ghosts_out;
   /* compute scratch */
+  uint32_t *work; /* the grid entries of the watchers to compute */
+  uint32_t work_capacity;
   aoi__candidate *candidates;
   uint32_t *hits; /* view entries a changed marker leaves or moves */
   uint32_t hit_capacity;

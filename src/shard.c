@@ -108,6 +108,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->candidates, sizeof(aoi__candidate) * k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
+    aoi__free(a, k->work, sizeof(uint32_t) * k->work_capacity);
     aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
     aoi__free(a, k->stamp, sizeof(uint32_t) * k->stamp_capacity);
     aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
@@ -466,6 +467,8 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
       it->info |= AOI__ENTRY_WATCHER;
     if (e->changed == tick)
       it->info |= AOI__ENTRY_CHANGED;
+    if (e->stale)
+      it->info |= AOI__ENTRY_STALE;
   }
   for (uint32_t i = 0; i < s->ghost_count; i++) {
     const aoi__ghost *g = &s->ghosts[i];
@@ -743,7 +746,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       return;
     }
   if (v + n == 0) {
-    e->computed = tick;
+    e->stale = false;
     return;
   }
   aoi__candidate *enters = k->candidates;
@@ -792,7 +795,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   memcpy(out + nl + n, moves, sizeof(aoi_event) * nm);
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nl + n + nm);
-  e->computed = tick;
+  e->stale = false;
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -887,10 +890,8 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         }
       }
     }
-  if (nh + n == 0) {
-    e->computed = tick;
+  if (nh + n == 0)
     return;
-  }
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
   uint32_t *hits = k->hits;
@@ -936,16 +937,30 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nh + n);
-  e->computed = tick;
 }
 
+/* A watcher whose compute fails keeps its view, which is then stale. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
-  if (e->changed == tick || e->computed + 1 != tick)
+  int before = k->error;
+  k->error = 0;
+  if (e->changed == tick || e->stale)
     compute_whole(k, e, g, tick);
   else
     compute_changes(k, e, g, tick);
+  if (k->error != 0)
+    e->stale = true;
+  else
+    k->error = before;
+}
+
+/* Every owned watcher of the shard keeps its view this tick. */
+static void hold_views(aoi__shard *s)
+{
+  for (uint32_t i = 0; i < s->count; i++)
+    if (s->entities[i].flags & AOI_WATCHER)
+      s->entities[i].stale = true;
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -959,37 +974,60 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     fail(k, rc);
     s->grid.count = 0;
     s->grid.width = s->grid.height = 0;
+    hold_views(s);
     return;
   }
   const aoi__grid *g = &s->grid;
-  if (s->degraded)
-    return; /* indexed for queries; its watchers keep their views */
-  if ((rc = reserve_stamps(k)) != 0) {
-    fail(k, rc);
+  if (s->degraded) {
+    hold_views(s); /* indexed for queries; its watchers keep their views */
     return;
   }
+  if ((rc = reserve_stamps(k)) != 0 ||
+      (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
+                         &k->work_capacity, g->count + 1,
+                         sizeof(uint32_t))) != 0) {
+    fail(k, rc);
+    hold_views(s);
+    return;
+  }
+  /* The watchers with work: those that changed or missed a tick, and those
+     with a changed marker or a departure within the largest reach. The
+     others keep their views untouched: nothing they see changed. */
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
-  for (uint32_t i = 0; i < g->count; i++) {
+  uint32_t *work = k->work, nw = 0;
+  uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
+                                                        g->width - 1);
+  for (uint32_t i = 0; i < end; i++) {
+    uint32_t info = g->info[i];
+    if ((info & want) != want)
+      continue;
+    if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
+      double box[4];
+      uint32_t r[4];
+      aoi__reach_box(&k->world->shape, g->x[i], g->y[i], cmd->watch_reach,
+                     box);
+      aoi__grid_range(g, box, r);
+      if (aoi__grid_dirty(g, r) == 0)
+        continue;
+    }
+    work[nw++] = i;
+  }
+  for (uint32_t j = 0; j < nw; j++) {
     /* Views, outboxes and entities are scattered: fetch ahead. */
-    if (i + 8 < g->count && (g->info[i + 8] & want) == want)
-      __builtin_prefetch(&s->entities[g->slot[i + 8]]);
-    if (i + 4 < g->count && (g->info[i + 4] & want) == want) {
-      /* the ids, which a probe reads; the rest when the view is walked */
-      const aoi__entity *ahead = &s->entities[g->slot[i + 4]];
+    if (j + 8 < nw)
+      __builtin_prefetch(&s->entities[g->slot[work[j + 8]]]);
+    if (j + 4 < nw) {
+      const aoi__entity *ahead = &s->entities[g->slot[work[j + 4]]];
       const char *ids = (const char *)ahead->view.ids;
-      size_t bytes = sizeof(uint64_t) * ahead->view.count;
-      for (size_t at = 0; at < bytes && at < 512; at += 64)
+      const char *items = (const char *)aoi__view_items(&ahead->view);
+      size_t n = ahead->view.count;
+      for (size_t at = 0; at < sizeof(uint64_t) * n && at < 512; at += 64)
         __builtin_prefetch(ids + at);
-      {
-        const char *items = (const char *)aoi__view_items(&ahead->view);
-        bytes = sizeof(aoi__seen) * ahead->view.count;
-        for (size_t at = 0; at < bytes && at < 768; at += 64)
-          __builtin_prefetch(items + at);
-      }
+      for (size_t at = 0; at < sizeof(aoi__seen) * n && at < 768; at += 64)
+        __builtin_prefetch(items + at);
       __builtin_prefetch(&k->world->outbox[ahead->handle]);
     }
-    if ((g->info[i] & want) == want)
-      compute_watcher(k, &s->entities[g->slot[i]], g, cmd->tick);
+    compute_watcher(k, &s->entities[g->slot[work[j]]], g, cmd->tick);
   }
   s->compute_ns = aoi__now_ns() - started;
 }

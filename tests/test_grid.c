@@ -170,7 +170,7 @@ static void grid_matches_scan(void **state)
       box[3] = box[1] + (double)(next() % 200);
       uint32_t r[4];
       aoi__grid_range(&g, box, r);
-      uint32_t found = 0, want = 0;
+      uint32_t found = 0, want = 0, dirty = 0;
       uint32_t cells = g.width * g.height;
       for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
         for (uint32_t i = aoi__grid_row_begin(&g, cy, r[0]);
@@ -180,6 +180,8 @@ static void grid_matches_scan(void **state)
             found++;
         for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
           uint32_t d = AOI__GRID_CLASSES * cells + cy * g.width + cx;
+          uint32_t c = AOI__GRID_CLASSES * (cy * g.width + cx);
+          dirty += g.start[c + 1] - g.start[c] + g.start[d + 1] - g.start[d];
           for (uint32_t i = g.start[d]; i < g.start[d + 1]; i++) {
             assert_true(g.info[i] & AOI__ENTRY_DEPARTED);
             if (g.x[i] >= box[0] && g.x[i] <= box[2] && g.y[i] >= box[1] &&
@@ -193,6 +195,8 @@ static void grid_matches_scan(void **state)
             items[i].y >= box[1] && items[i].y <= box[3])
           want++;
       assert_int_equal(found, want);
+      /* the prefix sums count the changed markers and departures */
+      assert_int_equal(aoi__grid_dirty(&g, r), dirty);
     }
   }
   assert_int_equal(aoi__grid_build(&A, &g, items, 0, 10), 0);
