@@ -149,27 +149,14 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
 {
   uint32_t cells = width * height;
   uint32_t corners = (width + 1) * (height + 1);
-  if (corners > grid->dirty_capacity) {
-    uint32_t capacity = corners + corners / 2;
-    uint32_t *dirty = aoi__realloc(a, grid->dirty,
-                                   sizeof(uint32_t) * grid->dirty_capacity,
-                                   sizeof(uint32_t) * capacity);
-    if (dirty == NULL)
-      return AOI_ENOMEM;
-    grid->dirty = dirty;
-    grid->dirty_capacity = capacity;
-  }
   uint32_t slots = (AOI__GRID_CLASSES + 1) * cells + 1;
-  if (slots > grid->start_capacity) {
-    uint32_t capacity = slots + slots / 2;
-    uint32_t *start = aoi__realloc(a, grid->start,
-                                   sizeof(uint32_t) * grid->start_capacity,
-                                   sizeof(uint32_t) * capacity);
-    if (start == NULL)
-      return AOI_ENOMEM;
-    grid->start = start;
-    grid->start_capacity = capacity;
-  }
+  int rc = aoi__reserve_roomy(a, (void **)&grid->dirty, &grid->dirty_capacity,
+                              corners, sizeof(uint32_t));
+  if (rc != 0 ||
+      (rc = aoi__reserve_roomy(a, (void **)&grid->start,
+                               &grid->start_capacity, slots,
+                               sizeof(uint32_t))) != 0)
+    return rc;
   if (count <= grid->capacity)
     return 0;
   uint32_t capacity = count + count / 2 + 16;
