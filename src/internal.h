@@ -373,7 +373,6 @@ typedef struct aoi__handoff {
 typedef struct aoi__mark {
   float x, y;
   uint32_t layers;
-  uint32_t changed; /* low 32 bits of the last tick that changed it */
 } aoi__mark;
 
 /* Where a handle lives: written only by its owning worker during a tick. */
@@ -450,9 +449,10 @@ typedef struct aoi__worker {
   uint32_t candidate_capacity;
   aoi_event *events; /* a watcher's moves, before they follow its enters */
   uint32_t event_capacity;
-  uint32_t *stamp; /* per handle: the serial of the watcher whose view
-                      holds it, so membership is one load */
-  uint32_t stamp_capacity, serial;
+  uint64_t *member; /* a bit per handle: held by the view being computed,
+                       so membership is one load from a small array; all
+                       clear between watchers */
+  uint32_t member_words;
   uint32_t *new_pending; /* watchers whose outbox became non-empty */
   uint32_t new_pending_count, new_pending_capacity;
   /* results of the last tick */

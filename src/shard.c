@@ -110,7 +110,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
     aoi__free(a, k->work, sizeof(uint32_t) * k->work_capacity);
     aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
-    aoi__free(a, k->stamp, sizeof(uint32_t) * k->stamp_capacity);
+    aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
     aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
@@ -198,13 +198,12 @@ static void touch(aoi__worker *k, aoi__shard *s, uint32_t handle)
   s->touched[s->touched_count++] = handle;
 }
 
-static void set_mark(aoi_world *w, const aoi__entity *e, uint64_t tick)
+static void set_mark(aoi_world *w, const aoi__entity *e)
 {
   aoi__mark *m = &w->mark[e->handle];
   m->x = e->x;
   m->y = e->y;
   m->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
-  m->changed = (uint32_t)tick;
 }
 
 /* Records where a marker stood at the end of the last tick, before its
@@ -244,7 +243,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
       return;
     }
     touch(k, s, op->handle);
-    set_mark(w, &e, tick);
+    set_mark(w, &e);
     return;
   }
   aoi__location *loc = &w->location[op->handle];
@@ -271,14 +270,14 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     if (e->touched != tick)
       depart(s, e);
     aoi__view_free(&w->allocator, &e->view);
-    w->mark[op->handle] = (aoi__mark){0, 0, 0, (uint32_t)tick};
+    w->mark[op->handle] = (aoi__mark){0, 0, 0};
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
     return;
   default:
     break;
   }
-  set_mark(w, e, tick);
+  set_mark(w, e);
 }
 
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
@@ -487,29 +486,40 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
 
-/* One stamp per handle. New stamps are zero, and serials start at 1. */
-static int reserve_stamps(aoi__worker *k)
+/* One membership bit per handle, all clear. */
+static int reserve_members(aoi__worker *k)
 {
-  uint32_t old = k->stamp_capacity, need = k->world->handle_count;
+  uint32_t old = k->member_words;
+  uint32_t need = (k->world->handle_count + 63) / 64;
   if (need <= old)
     return 0;
-  int rc = aoi__reserve(&k->world->allocator, (void **)&k->stamp,
-                        &k->stamp_capacity, need, sizeof(uint32_t));
+  int rc = aoi__reserve(&k->world->allocator, (void **)&k->member,
+                        &k->member_words, need, sizeof(uint64_t));
   if (rc != 0)
     return rc;
-  memset(k->stamp + old, 0, sizeof(uint32_t) * (k->stamp_capacity - old));
+  memset(k->member + old, 0, sizeof(uint64_t) * (k->member_words - old));
   return 0;
 }
 
-/* A fresh serial for the next watcher: stamp[h] == serial marks the handles
-   its view holds. */
-static uint32_t next_serial(aoi__worker *k)
+static inline bool is_member(const aoi__worker *k, uint32_t h)
 {
-  if (++k->serial == 0) {
-    memset(k->stamp, 0, sizeof(uint32_t) * k->stamp_capacity);
-    k->serial = 1;
-  }
-  return k->serial;
+  return (k->member[h / 64] >> (h % 64)) & 1;
+}
+
+static inline void set_member(aoi__worker *k, uint32_t h)
+{
+  k->member[h / 64] |= (uint64_t)1 << (h % 64);
+}
+
+static inline void clear_member(aoi__worker *k, uint32_t h)
+{
+  k->member[h / 64] &= ~((uint64_t)1 << (h % 64));
+}
+
+static void clear_members(aoi__worker *k, const aoi__seen *items, uint32_t v)
+{
+  for (uint32_t i = 0; i < v; i++)
+    clear_member(k, items[i].handle);
 }
 
 /* Sorts enters by id in place, without allocating: insertion sort for the
@@ -584,7 +594,7 @@ static uint32_t within_run(const aoi__shape *shape, const aoi__grid *g,
    hold. Returns false when the candidates cannot grow. */
 static bool find_enters(aoi__worker *k, const aoi__entity *e,
                         const aoi__grid *g, uint32_t begin, uint32_t end,
-                        uint32_t serial, uint32_t *n)
+                        uint32_t *n)
 {
   enum { BLOCK = 256 };
   uint32_t hits[BLOCK];
@@ -596,7 +606,7 @@ static bool find_enters(aoi__worker *k, const aoi__entity *e,
       uint32_t i = hits[f];
       if (!(g->info[i] & AOI__ENTRY_MARKER) ||
           (g->layers[i] & e->interest) == 0 || g->handle[i] == e->handle ||
-          k->stamp[g->handle[i]] == serial)
+          is_member(k, g->handle[i]))
         continue;
       if (*n == k->candidate_capacity &&
           aoi__reserve(&k->world->allocator, (void **)&k->candidates,
@@ -731,9 +741,8 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi__view *view = &e->view;
   const aoi__seen *seen = aoi__view_items(view);
   uint32_t v = view->count;
-  uint32_t serial = next_serial(k);
   for (uint32_t i = 0; i < v; i++)
-    k->stamp[seen[i].handle] = serial;
+    set_member(k, seen[i].handle);
 
   double box[4];
   uint32_t r[4], n = 0;
@@ -741,7 +750,8 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi__grid_range(g, box, r);
   for (uint32_t cy = r[1]; cy <= r[3]; cy++)
     if (!find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
-                     aoi__grid_row_end(g, cy, r[2]), serial, &n)) {
+                     aoi__grid_row_end(g, cy, r[2]), &n)) {
+      clear_members(k, seen, v);
       fail(k, AOI_ENOMEM);
       return;
     }
@@ -755,6 +765,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (aoi__reserve(&w->allocator, (void **)&k->events, &k->event_capacity,
                    v + 1, sizeof(aoi_event)) != 0 ||
       (out = reserve_output(k, e, v + n, v + n)) == NULL) {
+    clear_members(k, seen, v);
     fail(k, AOI_ENOMEM);
     return;
   }
@@ -773,6 +784,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   for (uint32_t i = 0; i < v; i++) {
     uint64_t id = ids[i];
     aoi__seen s = items[i];
+    clear_member(k, s.handle);
     if (i + 8 < v)
       __builtin_prefetch(&mark[items[i + 8].handle]);
     const aoi__mark *m = &mark[s.handle];
@@ -812,6 +824,13 @@ static void sort_u32(uint32_t *a, uint32_t n)
 
 #define HIT_LEAVE (1u << 31)
 
+/* Clears the membership bits of the first nh hits. */
+static void clear_hits(aoi__worker *k, const aoi__seen *seen, uint32_t nh)
+{
+  for (uint32_t q = 0; q < nh; q++)
+    clear_member(k, seen[k->hits[q] & ~HIT_LEAVE].handle);
+}
+
 /* Computes the events of a watcher that did not change this tick and whose
    view the last tick computed: only markers that changed can enter, leave
    or move, and each one that the view holds stood within the watcher's
@@ -830,7 +849,6 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t v = view->count;
   double inner = e->radius, outer = inner + w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
-  uint32_t serial = next_serial(k);
   double box[4];
   uint32_t r[4], n = 0, nh = 0, nl = 0;
   aoi__reach_box(shape, e->x, e->y, outer, box);
@@ -850,12 +868,12 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
             continue;
           uint32_t h = g->handle[i];
-          if (h == e->handle || k->stamp[h] == serial)
+          if (h == e->handle || is_member(k, h))
             continue;
           uint32_t p = aoi__view_find(view, g->id[i]);
           if (p < v && seen[p].handle == h) {
-            /* held: it leaves or moves (met once, as marker or departure) */
-            k->stamp[h] = serial;
+            /* held: it leaves or moves (a hit is taken once, though a
+               marker may be met as marker and as departure) */
             const aoi__mark *m = &mark[h];
             uint32_t hit;
             if ((m->layers & e->interest) == 0 ||
@@ -868,9 +886,11 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
             if (nh == k->hit_capacity &&
                 aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                              sizeof(uint32_t)) != 0) {
+              clear_hits(k, seen, nh);
               fail(k, AOI_ENOMEM);
               return;
             }
+            set_member(k, h);
             k->hits[nh++] = hit;
             nl += (hit & HIT_LEAVE) != 0;
             continue;
@@ -882,6 +902,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           if (n == k->candidate_capacity &&
               aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
                            n + 1, sizeof(aoi__candidate)) != 0) {
+            clear_hits(k, seen, nh);
             fail(k, AOI_ENOMEM);
             return;
           }
@@ -890,6 +911,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         }
       }
     }
+  clear_hits(k, seen, nh);
   if (nh + n == 0)
     return;
   aoi__candidate *enters = k->candidates;
@@ -982,7 +1004,7 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     hold_views(s); /* indexed for queries; its watchers keep their views */
     return;
   }
-  if ((rc = reserve_stamps(k)) != 0 ||
+  if ((rc = reserve_members(k)) != 0 ||
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
                          &k->work_capacity, g->count + 1,
                          sizeof(uint32_t))) != 0) {

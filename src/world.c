@@ -370,6 +370,11 @@ bool aoi__world_valid(aoi_world *w)
   }
   if (live != w->live || watchers != w->watchers || live != w->ids.count)
     return false;
+  /* Membership bits are scratch for one watcher at a time: all clear. */
+  for (unsigned i = 0; i < w->threads; i++)
+    for (uint32_t j = 0; j < w->workers[i].member_words; j++)
+      if (w->workers[i].member[j] != 0)
+        return false;
   uint64_t owned = 0;
   for (unsigned i = 0; i < w->shard_count; i++) {
     if (!aoi__shard_valid(w, &w->shards[i]))
