@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "aoi.h"
 
@@ -250,6 +251,38 @@ static inline uint32_t aoi__grid_row_end(const aoi__grid *grid, uint32_t cy,
 }
 
 /* ---- outboxes and the pending list (outbox.c) -------------------------- */
+
+/* Writes one event into an outbox, where the CPU allows with streaming
+   stores that bypass the caches: an outbox is written once a tick and read
+   by the host after it, so caching it would only evict the views and grids
+   the tick still reads. Streaming stores are weakly ordered: a worker calls
+   aoi__put_fence before it reports its tick done. Sanitizer builds define
+   AOI_PLAIN_STORES so every write stays visible to them. */
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
+#include <emmintrin.h>
+_Static_assert(sizeof(aoi_event) == 24, "an event is three 8-byte words");
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  long long words[3];
+  long long *at = (long long *)(void *)to;
+  memcpy(words, &event, sizeof(words));
+  _mm_stream_si64(at, words[0]);
+  _mm_stream_si64(at + 1, words[1]);
+  _mm_stream_si64(at + 2, words[2]);
+}
+static inline void aoi__put_fence(void)
+{
+  _mm_sfence();
+}
+#else
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  *to = event;
+}
+static inline void aoi__put_fence(void)
+{
+}
+#endif
 
 typedef struct aoi__outbox {
   aoi_event *events;

@@ -790,7 +790,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     const aoi__mark *m = &mark[s.handle];
     if ((m->layers & e->interest) == 0 ||
         !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
-      out[nl++] = (aoi_event){id, 0, 0, AOI_LEAVE, stamp};
+      aoi__put_event(&out[nl++], (aoi_event){id, 0, 0, AOI_LEAVE, stamp});
       continue;
     }
     if (move_events && (m->x != s.x || m->y != s.y)) {
@@ -802,9 +802,10 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     items[kept++] = s;
   }
   for (uint32_t j = 0; j < n; j++)
-    out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
-                              AOI_ENTER, stamp};
-  memcpy(out + nl + n, moves, sizeof(aoi_event) * nm);
+    aoi__put_event(&out[nl + j], (aoi_event){enters[j].id, enters[j].x,
+                                             enters[j].y, AOI_ENTER, stamp});
+  for (uint32_t q = 0; q < nm; q++)
+    aoi__put_event(&out[nl + n + q], moves[q]);
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nl + n + nm);
   e->stale = false;
@@ -1107,6 +1108,7 @@ void *aoi__worker_main(void *arg)
     if (cmd->shutdown)
       break;
     run_tick(k, cmd);
+    aoi__put_fence(); /* the outboxes' streaming stores, before the report */
     while (aoi__ring_push(k->done, k) != 0)
       ; /* holds 3; at most one report is ever in flight */
     aoi__bell_ring(&w->host_bell);
