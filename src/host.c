@@ -107,8 +107,8 @@ void aoi__host_free(aoi_world *w)
   aoi__free(a, p->ycut, sizeof(double) * w->layout.rows);
   aoi__free(a, p->arrivals, sizeof(uint32_t) * w->shard_count);
   aoi__free(a, p->bound, sizeof(uint32_t) * w->threads * w->threads);
-  aoi__free(a, p->xs, sizeof(float) * p->xs_capacity);
-  aoi__free(a, p->ys, sizeof(float) * p->ys_capacity);
+  aoi__free(a, p->xs, sizeof(aoi__sample) * p->xs_capacity);
+  aoi__free(a, p->ys, sizeof(aoi__sample) * p->ys_capacity);
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -405,23 +405,37 @@ static void recompute_radius_high(aoi_world *w)
 
 /* ---- rebalancing -------------------------------------------------------- */
 
-static int compare_floats(const void *a, const void *b)
+static int compare_samples(const void *a, const void *b)
 {
-  float x = *(const float *)a, y = *(const float *)b;
+  float x = ((const aoi__sample *)a)->v, y = ((const aoi__sample *)b)->v;
   return (x > y) - (x < y);
 }
 
-/* Cuts that split the sampled coordinates into `bands` equal parts. */
-static void quantile_cuts(float *sample, uint32_t n, unsigned bands,
-                          double *cut)
+/* Cuts that split the sampled coordinates into `bands` parts of equal
+   weight. */
+static void quantile_cuts(aoi__sample *sample, uint32_t n, uint64_t total,
+                          unsigned bands, double *cut)
 {
-  qsort(sample, n, sizeof(float), compare_floats);
+  qsort(sample, n, sizeof(*sample), compare_samples);
+  uint64_t sum = 0;
+  uint32_t i = 0;
   for (unsigned c = 1; c < bands; c++) {
-    double v = sample[(uint64_t)n * c / bands];
+    uint64_t want = total * c / bands;
+    while (i + 1 < n && sum + sample[i].weight <= want)
+      sum += sample[i++].weight;
+    double v = sample[i].v;
     if (c > 1 && !(v > cut[c - 2]))
       v = nextafter(cut[c - 2], INFINITY); /* strictly increasing */
     cut[c - 1] = v;
   }
+}
+
+/* The work an entity brings its shard each tick: itself, plus the view it
+   walks when it is a watcher. A crowd's dense quarter costs more than its
+   head count says. */
+static uint32_t entity_load(const aoi__entity *e)
+{
+  return 1 + e->view.count;
 }
 
 /* Counts an entity in shard `from` at (x, y) that the new cuts `next` may
@@ -450,19 +464,23 @@ static bool plan_relayout(aoi_world *w)
   unsigned shards = w->shard_count;
   if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
     return false;
-  uint64_t total = 0, most = 0;
+  uint64_t total = 0, most = 0, count = 0;
   for (unsigned s = 0; s < shards; s++) {
-    total += w->shards[s].count;
-    if (w->shards[s].count > most)
-      most = w->shards[s].count;
+    uint64_t load = 0;
+    for (uint32_t i = 0; i < w->shards[s].count; i++)
+      load += entity_load(&w->shards[s].entities[i]);
+    total += load;
+    count += w->shards[s].count;
+    if (load > most)
+      most = load;
   }
-  if (total < 4ull * shards || most * 4 <= total * 5 / shards)
-    return false; /* busiest shard within 1.25x of the mean */
+  if (count < 4ull * shards || most * 4 <= total * 5 / shards)
+    return false; /* busiest shard within 1.25x of the mean load */
   const aoi_allocator *a = &w->allocator;
   aoi__plan *p = &w->plan;
   unsigned cols = w->layout.cols, rows = w->layout.rows;
-  uint32_t step = (uint32_t)(total / 65536 + 1);
-  uint32_t n = (uint32_t)(total / step + shards);
+  uint32_t step = (uint32_t)(count / 65536 + 1);
+  uint32_t n = (uint32_t)(count / step + shards);
   if (p->xcut == NULL) {
     p->xcut = aoi__calloc(a, sizeof(double) * cols);
     p->ycut = aoi__calloc(a, sizeof(double) * rows);
@@ -471,19 +489,25 @@ static bool plan_relayout(aoi_world *w)
     if (!p->xcut || !p->ycut || !p->arrivals || !p->bound)
       return false;
   }
-  if (aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n, sizeof(float)) != 0 ||
-      aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n, sizeof(float)) != 0)
+  if (aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n,
+                   sizeof(aoi__sample)) != 0 ||
+      aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n,
+                   sizeof(aoi__sample)) != 0)
     return false;
   uint32_t m = 0, seen = 0;
+  uint64_t sampled = 0;
   for (unsigned s = 0; s < shards; s++)
     for (uint32_t i = 0; i < w->shards[s].count; i++)
       if (seen++ % step == 0 && m < n) {
-        p->xs[m] = w->shards[s].entities[i].x;
-        p->ys[m] = w->shards[s].entities[i].y;
+        const aoi__entity *e = &w->shards[s].entities[i];
+        uint32_t load = entity_load(e);
+        p->xs[m] = (aoi__sample){e->x, load};
+        p->ys[m] = (aoi__sample){e->y, load};
+        sampled += load;
         m++;
       }
-  quantile_cuts(p->xs, m, cols, p->xcut);
-  quantile_cuts(p->ys, m, rows, p->ycut);
+  quantile_cuts(p->xs, m, sampled, cols, p->xcut);
+  quantile_cuts(p->ys, m, sampled, rows, p->ycut);
   aoi__layout next = {cols, rows, p->xcut, p->ycut};
   memset(p->arrivals, 0, sizeof(uint32_t) * shards);
   memset(p->bound, 0, sizeof(uint32_t) * w->threads * w->threads);

@@ -504,12 +504,18 @@ typedef struct aoi__host_entity {
   uint32_t shard; /* where its ops go until `born` has been applied */
 } aoi__host_entity;
 
+/* One coordinate of a sampled entity and the work it stands for. */
+typedef struct aoi__sample {
+  float v;
+  uint32_t weight;
+} aoi__sample;
+
 /* A planned move of the shard cuts (host.c), host only. */
 typedef struct aoi__plan {
   double *xcut, *ycut;  /* the new cuts */
   uint32_t *arrivals;   /* per shard: entities that will move in */
   uint32_t *bound;      /* per worker pair: handoffs between them */
-  float *xs, *ys;       /* sampled positions */
+  struct aoi__sample *xs, *ys; /* sampled coordinates, weighted */
   uint32_t xs_capacity, ys_capacity;
 } aoi__plan;
 

@@ -2121,6 +2121,53 @@ static aoi_world *crowded_world(layout l, const aoi_allocator *hooks)
   return w;
 }
 
+/* The work a shard does each tick, as the rebalancer counts it: each
+   entity, plus the view each watcher walks. */
+static double load_imbalance(aoi_world *w)
+{
+  uint64_t total = 0, most = 0;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    uint64_t load = 0;
+    for (uint32_t i = 0; i < w->shards[s].count; i++)
+      load += 1 + w->shards[s].entities[i].view.count;
+    total += load;
+    most = load > most ? load : most;
+  }
+  return (double)most * w->shard_count / (double)total;
+}
+
+/* Rebalancing follows work, not head count: a dense town in one corner and
+   as many entities spread thin over the map start on 4 equal shards, with
+   nearly all the work in one; once the cuts move, the busiest shard does
+   at most 1.5x the mean. */
+static void test_rebalance_follows_work(void **state)
+{
+  (void)state;
+  aoi_config config = config_for((layout){2, 4}, 10);
+  config.rebalance_interval = 4;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 2000; id++) {
+    bool town = id % 2 == 0;
+    float x = town ? 5 + (float)((id * 7) % 150) / 10 : (float)((id * 37) % 1000) / 10;
+    float y = town ? 5 + (float)((id * 13) % 150) / 10 : (float)((id * 61) % 1000) / 10;
+    assert_int_equal(aoi_add(w, id, x, y, 4, WM, ALL, ALL), 0);
+  }
+  assert_int_equal(aoi_tick(w), 0);
+  double before = load_imbalance(w);
+  assert_true(before > 2.5);
+  for (int t = 0; t < 8; t++)
+    assert_int_equal(aoi_tick(w), 0);
+  aoi_stats s;
+  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_true(s.rebalances >= 1);
+  double after = load_imbalance(w);
+  print_message("load imbalance %.2f before, %.2f after %llu rebalances\n",
+                before, after, (unsigned long long)s.rebalances);
+  assert_true(after <= 1.5);
+  assert_true(aoi__world_valid(w));
+  aoi_destroy(w);
+}
+
 static void test_relayout_tick_out_of_memory(void **state)
 {
   (void)state;
@@ -2195,6 +2242,7 @@ int main(void)
       cmocka_unit_test(test_operations_out_of_memory),
       cmocka_unit_test(test_tick_out_of_memory),
       cmocka_unit_test(test_relayout_tick_out_of_memory),
+      cmocka_unit_test(test_rebalance_follows_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
