@@ -124,10 +124,11 @@ typedef struct aoi_config {
      cell side (> 0, finite). */
   aoi_shape shape;
   float cell_size;
-  /* Every this many ticks, if the busiest shard owns over 1.25x the mean,
-     the host moves the shard cuts to the quantiles of the entities'
-     positions, and the next tick hands entities over to match (the events
-     are the same either way). 0 = never. Default 16. */
+  /* Every this many ticks, if the busiest shard carries over 1.25x the
+     mean load (an entity counts 1 plus the size of its view), the host
+     moves the shard cuts to the load's quantiles along each axis, and the
+     next tick hands entities over to match (the events are the same either
+     way). 0 = never. Default 16. */
   unsigned rebalance_interval;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
