@@ -52,10 +52,13 @@ void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
 int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t need, size_t elem);
 /* Like aoi__reserve, but a growth leaves room for half as much again: for
-   arrays whose need wanders around a level (views, outboxes), which then
-   stop growing once the crowd settles. */
+   arrays whose need wanders around a level, which then stop growing once
+   the crowd settles. */
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
                        uint32_t need, size_t elem);
+/* The capacity a growing view or outbox takes: half as much room again as
+   it needs, and at least `hint`, rounded up to a multiple of 8. */
+uint32_t aoi__roomy(uint32_t need, uint32_t hint);
 uint64_t aoi__now_ns(void);
 
 /* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */
@@ -290,10 +293,12 @@ typedef struct aoi__outbox {
 } aoi__outbox;
 
 /* Room for `count` more events at the end of the outbox (not yet counted),
-   or NULL when it cannot grow. A drained outbox that once held a long
-   backlog gives the excess back first. */
+   or NULL when it cannot grow. A growth makes room for half as much again,
+   and for at least `hint` events (what a tick around there makes). A
+   drained outbox that once held a long backlog gives the excess back
+   first. */
 aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
-                               uint32_t count);
+                               uint32_t count, uint32_t hint);
 int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
                        const aoi_event *events, uint32_t count);
 void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
@@ -359,6 +364,8 @@ typedef struct aoi__view {
 
 static inline aoi__seen *aoi__view_items(const aoi__view *view)
 {
+  if (view->ids == NULL) /* never allocated */
+    return NULL;
   return (aoi__seen *)(void *)(view->ids + view->capacity);
 }
 
@@ -476,6 +483,8 @@ typedef struct aoi__worker {
   /* compute scratch */
   uint32_t *work; /* the grid entries of the watchers to compute */
   uint32_t work_capacity;
+  /* sizes of the views computed whole, this tick and the last */
+  uint64_t view_sum, view_n, last_view_sum, last_view_n;
   aoi__candidate *candidates;
   uint32_t *hits; /* view entries a changed marker leaves or moves */
   uint32_t hit_capacity;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
-                               uint32_t count)
+                               uint32_t count, uint32_t hint)
 {
   if (outbox->count > UINT32_MAX - count)
     return NULL;
@@ -36,9 +36,17 @@ aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
       outbox->capacity = capacity;
     }
   }
-  if (aoi__reserve_roomy(a, (void **)&outbox->events, &outbox->capacity,
-                         outbox->count + count, sizeof(aoi_event)) != 0)
-    return NULL;
+  uint32_t need = outbox->count + count;
+  if (need > outbox->capacity) {
+    uint32_t capacity = aoi__roomy(need, hint);
+    aoi_event *bigger = aoi__realloc(a, outbox->events,
+                                     sizeof(aoi_event) * outbox->capacity,
+                                     sizeof(aoi_event) * capacity);
+    if (bigger == NULL)
+      return NULL;
+    outbox->events = bigger;
+    outbox->capacity = capacity;
+  }
   return outbox->events + outbox->count;
 }
 
@@ -47,7 +55,7 @@ int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
 {
   if (count == 0)
     return 0;
-  aoi_event *room = aoi__outbox_reserve(a, outbox, count);
+  aoi_event *room = aoi__outbox_reserve(a, outbox, count, 0);
   if (room == NULL)
     return AOI_ENOMEM;
   memcpy(room, events, sizeof(aoi_event) * count);

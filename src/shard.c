@@ -666,20 +666,17 @@ uint32_t aoi__view_find(const aoi__view *view, uint64_t id)
   return lo < view->count && ids[lo] == id ? lo : view->count;
 }
 
-/* Room for `need` entries, with half as much again when it grows (a view's
-   size wanders around its crowd's density). 0 or AOI_ENOMEM (then nothing
-   changed). */
+/* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
+   AOI_ENOMEM (then nothing changed). */
 static int view_reserve(const aoi_allocator *a, aoi__view *view,
-                        uint32_t need)
+                        uint32_t need, uint32_t hint)
 {
   if (need <= view->capacity)
     return 0;
-  uint64_t capacity = view->capacity ? view->capacity : 8;
-  while (capacity < (uint64_t)need + need / 2)
-    capacity *= 2;
+  uint32_t capacity = aoi__roomy(need, hint);
   if (capacity > UINT32_MAX / aoi__view_bytes(1))
     return AOI_ENOMEM;
-  aoi__view bigger = {NULL, view->count, (uint32_t)capacity};
+  aoi__view bigger = {NULL, view->count, capacity};
   bigger.ids = aoi__alloc(a, aoi__view_bytes(bigger.capacity));
   if (bigger.ids == NULL)
     return AOI_ENOMEM;
@@ -697,13 +694,14 @@ static int view_reserve(const aoi_allocator *a, aoi__view *view,
    notes e as pending if its outbox was empty. NULL when out of memory (then
    nothing changed). */
 static aoi_event *reserve_output(aoi__worker *k, aoi__entity *e,
-                                 uint32_t count, uint32_t view_size)
+                                 uint32_t count, uint32_t view_size,
+                                 uint32_t hint)
 {
   const aoi_allocator *a = &k->world->allocator;
   aoi__outbox *outbox = &k->world->outbox[e->handle];
   aoi_event *out;
-  if (view_reserve(a, &e->view, view_size) != 0 ||
-      (out = aoi__outbox_reserve(a, outbox, count)) == NULL ||
+  if (view_reserve(a, &e->view, view_size, hint) != 0 ||
+      (out = aoi__outbox_reserve(a, outbox, count, hint)) == NULL ||
       (outbox->count == 0 &&
        aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
                     k->new_pending_count + 1, sizeof(uint32_t)) != 0))
@@ -748,6 +746,9 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t r[4], n = 0;
   aoi__reach_box(shape, e->x, e->y, e->radius, box);
   aoi__grid_range(g, box, r);
+  uint32_t block = 0;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+    block += aoi__grid_row_end(g, cy, r[2]) - aoi__grid_row_begin(g, cy, r[0]);
   for (uint32_t cy = r[1]; cy <= r[3]; cy++)
     if (!find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
                      aoi__grid_row_end(g, cy, r[2]), &n)) {
@@ -761,10 +762,22 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
+  /* A view or outbox that grows takes room for 2/3 of the entries of the
+     scanned block (with a cell as wide as the reach, about twice the
+     expected view) or for 1.5x the worker's mean view, but at most 4x
+     what it needs: the ups and downs of density (a walk away from the
+     map's edge, into a crowd) then do not make it grow again and again. */
+  uint32_t hint = block / 3 * 2, most = 4 * (v + n) + 16;
+  uint64_t sizes = k->view_sum + k->last_view_sum;
+  uint64_t views = k->view_n + k->last_view_n;
+  uint32_t mean = views > 0 ? (uint32_t)(sizes / views) : 0;
+  uint32_t usual = mean + mean / 2;
+  hint = hint > usual ? hint : usual;
+  hint = hint < most ? hint : most;
   aoi_event *out;
   if (aoi__reserve(&w->allocator, (void **)&k->events, &k->event_capacity,
                    v + 1, sizeof(aoi_event)) != 0 ||
-      (out = reserve_output(k, e, v + n, v + n)) == NULL) {
+      (out = reserve_output(k, e, v + n, v + n, hint)) == NULL) {
     clear_members(k, seen, v);
     fail(k, AOI_ENOMEM);
     return;
@@ -809,6 +822,8 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nl + n + nm);
   e->stale = false;
+  k->view_sum += view->count;
+  k->view_n++;
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -918,7 +933,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
   uint32_t *hits = k->hits;
-  aoi_event *out = reserve_output(k, e, nh + n, v - nl + n);
+  aoi_event *out = reserve_output(k, e, nh + n, v - nl + n, 0);
   if (out == NULL) {
     fail(k, AOI_ENOMEM);
     return;
@@ -1086,6 +1101,9 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   receive_batches(k, AOI_PHASE_EXCHANGE, take_ghosts);
 
   uint64_t t2 = aoi__now_ns();
+  k->last_view_sum = k->view_sum;
+  k->last_view_n = k->view_n;
+  k->view_sum = k->view_n = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     compute_shard(k, &w->shards[s], cmd);
   uint64_t t3 = aoi__now_ns();

@@ -91,6 +91,15 @@ int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
                       roomy > UINT32_MAX ? UINT32_MAX : (uint32_t)roomy, elem);
 }
 
+uint32_t aoi__roomy(uint32_t need, uint32_t hint)
+{
+  uint64_t want = (uint64_t)need + need / 2;
+  if (want < hint)
+    want = hint;
+  want = (want + 7) & ~(uint64_t)7;
+  return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
+}
+
 uint64_t aoi__now_ns(void)
 {
   struct timespec ts;
