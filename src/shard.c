@@ -778,7 +778,8 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (aoi__reserve(&w->allocator, (void **)&k->events, &k->event_capacity,
                    v + 1, sizeof(aoi_event)) != 0 ||
       (out = reserve_output(k, e, v + n, v + n, hint)) == NULL) {
-    clear_members(k, seen, v);
+    /* the view may have grown (and moved) before the outbox failed */
+    clear_members(k, aoi__view_items(view), v);
     fail(k, AOI_ENOMEM);
     return;
   }
