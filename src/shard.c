@@ -19,17 +19,21 @@
  *     reach, per axis, shape-aware) of another shard's rectangle is copied
  *     there as a ghost, again with one batch per peer. Since a watcher's
  *     position lies in its own shard's rectangle, every marker it could see
- *     is now in that shard, owned or ghosted.
+ *     is now in that shard, owned or ghosted. Each departure this tick's ops
+ *     made (where a marker that moved or was removed stood at the end of the
+ *     last tick) goes the same way to every shard near where it stood, this
+ *     one included.
  *
- *  3. Compute. The shard indexes its owned entities and ghosts in a uniform
- *     grid (the markers that changed this tick first in each cell). Each
- *     owned watcher checks its previous view (sorted by id) against the
- *     markers' current marks: leaves, moves and kept entries come out in id
- *     order. Enters are the markers within its radius, found in the grid,
- *     that the view does not hold; a watcher that did not change, and whose
- *     view the last tick computed, only looks at the changed markers. Events
- *     go straight into the watcher's outbox, which this worker owns while it
- *     owns the watcher.
+ *  3. Compute. The shard indexes its owned entities, ghosts and departures
+ *     in a uniform grid (the markers that changed this tick first in each
+ *     cell, departures apart). A watcher that changed, or whose view is
+ *     stale, checks its previous view (sorted by id) against the markers'
+ *     current marks: leaves, moves and kept entries come out in id order;
+ *     its enters are the markers within its radius, found in the grid, that
+ *     the view does not hold. Any other watcher only looks at the changed
+ *     markers and departures within its reach, and one with none is skipped
+ *     without reading its view. Events go straight into the watcher's
+ *     outbox, which this worker owns while it owns the watcher.
  *
  * Batches are owned by their producer and reused every tick; the consumer is
  * done with one before it reports the tick done, and the host starts the
