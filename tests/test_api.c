@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "aoi.h"
+#include "counting.h"
 #include "internal.h" /* aoi__world_valid */
 
 #define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
@@ -250,98 +251,8 @@ static void circle(aoi_world *w, float x, float y, float r, uint32_t mask,
     expect_ids(&a_, NULL, 0);                                                 \
   } while (0)
 
-/* ---- a counting, failing allocator ------------------------------------- */
+/* ---- a counting, failing allocator: counting.h ------------------------ */
 
-/* Each block carries its size in a header, so that a free or realloc with
-   another size than the block's is seen. */
-typedef union block_header {
-  size_t size;
-  max_align_t align;
-} block_header;
-
-typedef struct counter {
-  atomic_llong live_bytes;
-  atomic_llong live_blocks;
-  atomic_llong attempts; /* alloc and realloc calls */
-  atomic_llong fail_at;  /* the attempt (from 1) that fails; 0 = none */
-  atomic_llong wrong_sizes;
-  atomic_llong wrong_given, wrong_actual; /* the last one, for the message */
-} counter;
-
-static void counter_reset(counter *c)
-{
-  atomic_store(&c->live_bytes, 0);
-  atomic_store(&c->live_blocks, 0);
-  atomic_store(&c->attempts, 0);
-  atomic_store(&c->fail_at, 0);
-  atomic_store(&c->wrong_sizes, 0);
-  atomic_store(&c->wrong_given, 0);
-  atomic_store(&c->wrong_actual, 0);
-}
-
-static void counter_wrong_size(counter *c, size_t given, size_t actual)
-{
-  atomic_fetch_add(&c->wrong_sizes, 1);
-  atomic_store(&c->wrong_given, (long long)given);
-  atomic_store(&c->wrong_actual, (long long)actual);
-}
-
-static int counter_fails(counter *c)
-{
-  long long n = atomic_fetch_add(&c->attempts, 1) + 1;
-  return n == atomic_load(&c->fail_at);
-}
-
-static void *counting_alloc(void *user, size_t size)
-{
-  counter *c = user;
-  if (counter_fails(c))
-    return NULL;
-  block_header *b = malloc(sizeof(block_header) + size);
-  if (b == NULL)
-    return NULL;
-  b->size = size;
-  atomic_fetch_add(&c->live_bytes, (long long)size);
-  atomic_fetch_add(&c->live_blocks, 1);
-  return b + 1;
-}
-
-static void *counting_realloc(void *user, void *ptr, size_t old_size,
-                              size_t new_size)
-{
-  counter *c = user;
-  if (counter_fails(c))
-    return NULL; /* the old block stays as it was */
-  block_header *old = (block_header *)ptr - 1;
-  if (old->size != old_size)
-    counter_wrong_size(c, old_size, old->size);
-  size_t had = old->size;
-  block_header *b = realloc(old, sizeof(block_header) + new_size);
-  if (b == NULL)
-    return NULL;
-  b->size = new_size;
-  atomic_fetch_add(&c->live_bytes, (long long)new_size - (long long)had);
-  return b + 1;
-}
-
-static void counting_free(void *user, void *ptr, size_t size)
-{
-  counter *c = user;
-  if (ptr == NULL)
-    return;
-  block_header *b = (block_header *)ptr - 1;
-  if (b->size != size)
-    counter_wrong_size(c, size, b->size);
-  atomic_fetch_sub(&c->live_bytes, (long long)b->size);
-  atomic_fetch_sub(&c->live_blocks, 1);
-  free(b);
-}
-
-static aoi_allocator counting_allocator(counter *c)
-{
-  aoi_allocator a = {counting_alloc, counting_realloc, counting_free, c};
-  return a;
-}
 
 static void expect_all_freed(counter *c)
 {
@@ -1673,7 +1584,7 @@ static void test_create_out_of_memory(void **state)
     expect_all_freed(&c);
     for (long long n = 1; n <= needed; n++) {
       counter_reset(&c);
-      atomic_store(&c.fail_at, n);
+      counter_arm(&c, n, 1);
       aoi_world *const sentinel = (aoi_world *)&current;
       w = sentinel;
       int rc = aoi_create(&config, &w);
@@ -1686,7 +1597,7 @@ static void test_create_out_of_memory(void **state)
     }
     /* Failing one past the last does not matter. */
     counter_reset(&c);
-    atomic_store(&c.fail_at, needed + 1);
+    counter_arm(&c, needed + 1, 1);
     w = create_or_fail(&config);
     aoi_destroy(w);
     expect_all_freed(&c);
@@ -1713,9 +1624,9 @@ static void test_queries_out_of_memory(void **state)
   for (long long n = 1; n <= 8; n++) {
     uint64_t ids[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
     size_t count = 777;
-    atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+    counter_arm(&c, n, 1);
     int rc = aoi_query_circle(w, 50, 50, 200, ALL, ids, 4, &count);
-    atomic_store(&c.fail_at, 0);
+    counter_disarm(&c);
     if (rc == AOI_ENOMEM) {
       failures++;
       assert_int_equal(count, 777);
@@ -1731,9 +1642,9 @@ static void test_queries_out_of_memory(void **state)
 
     const uint64_t *pending = NULL;
     count = 777;
-    atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+    counter_arm(&c, n, 1);
     rc = aoi_pending(w, &pending, &count);
-    atomic_store(&c.fail_at, 0);
+    counter_disarm(&c);
     if (rc == AOI_ENOMEM) {
       failures++;
       assert_int_equal(count, 777);
@@ -1817,7 +1728,7 @@ static void test_operations_out_of_memory(void **state)
       counter_reset(&c);
       w = scripted_world(some[l], &hooks);
       aoi_world *ref = scripted_world(some[l], NULL);
-      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      counter_arm(&c, n, 1);
       int failed = 0;
       for (int i = 0; i < SCRIPT_OPS; i++) {
         int rc = script_op(w, i);
@@ -1832,7 +1743,7 @@ static void test_operations_out_of_memory(void **state)
       }
       assert_true(failed <= 1);
       failures += failed;
-      atomic_store(&c.fail_at, 0);
+      counter_disarm(&c);
       records got = {0}, want = {0};
       tick_and_drain(w, &got);
       tick_and_drain(ref, &want);
@@ -2035,9 +1946,9 @@ static void test_tick_out_of_memory(void **state)
           picture_forget(&pr, 1 + (uint64_t)(i % 160));
         }
       }
-      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      counter_arm(&c, n, 1);
       int rc = aoi_tick(w);
-      atomic_store(&c.fail_at, 0);
+      counter_disarm(&c);
       assert_int_equal(aoi_tick(ref), 0);
       aoi_stats s;
       assert_int_equal(aoi_stats_get(w, &s), 0);
@@ -2188,9 +2099,9 @@ static void test_relayout_tick_out_of_memory(void **state)
       counter_reset(&c);
       w = crowded_world(some[l], &hooks);
       aoi_world *ref = crowded_world(some[l], NULL);
-      atomic_store(&c.fail_at, atomic_load(&c.attempts) + n);
+      counter_arm(&c, n, 1);
       int rc = aoi_tick(w);
-      atomic_store(&c.fail_at, 0);
+      counter_disarm(&c);
       assert_true(rc == 0 || rc == AOI_ENOMEM);
       assert_true(aoi__world_valid(w));
       assert_int_equal(aoi_tick(ref), 0);

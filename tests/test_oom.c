@@ -56,6 +56,7 @@
 #include <time.h>
 
 #include "aoi.h"
+#include "counting.h"
 #include "internal.h" /* aoi__world_valid */
 
 #define ALL UINT32_MAX
@@ -63,7 +64,7 @@
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ID 2048u /* every scenario's ids are below this */
 #define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
-#define ONWARD LLONG_MAX /* a span: fail every allocation from n on */
+#define ONWARD COUNTER_ONWARD /* a span: fail every allocation from n on */
 #define EXHAUSTIVE_UP_TO 64
 #define SAMPLES 32
 
@@ -83,125 +84,7 @@ static char where[256];
 /* AOI_OOM_STRIDE; 0 = the default sampling. */
 static long long stride_env;
 
-/* ---- a counting, failing allocator ------------------------------------- */
-
-/* Each block carries its size in a header, so that a free or realloc with
-   another size than the block's is seen. */
-typedef union block_header {
-  size_t size;
-  max_align_t align;
-} block_header;
-
-typedef struct counter {
-  atomic_llong live_bytes, live_blocks;
-  atomic_llong attempts;              /* alloc and realloc calls */
-  atomic_llong fail_from, fail_until; /* attempts in [from, until) fail */
-  atomic_llong period;                /* or, if > 0, every period-th */
-  atomic_llong injected;              /* failures returned */
-  atomic_llong wrong_sizes, wrong_given, wrong_actual;
-} counter;
-
-static void counter_reset(counter *c)
-{
-  atomic_store(&c->live_bytes, 0);
-  atomic_store(&c->live_blocks, 0);
-  atomic_store(&c->attempts, 0);
-  atomic_store(&c->fail_from, 0);
-  atomic_store(&c->fail_until, 0);
-  atomic_store(&c->period, 0);
-  atomic_store(&c->injected, 0);
-  atomic_store(&c->wrong_sizes, 0);
-  atomic_store(&c->wrong_given, 0);
-  atomic_store(&c->wrong_actual, 0);
-}
-
-/* Fails the n-th attempt from now and the span - 1 after it. */
-static void counter_arm(counter *c, long long n, long long span)
-{
-  long long from = atomic_load(&c->attempts) + n;
-  atomic_store(&c->fail_until, span == ONWARD ? LLONG_MAX : from + span);
-  atomic_store(&c->fail_from, from);
-}
-
-/* Fails the n-th attempt from now and every period-th after it, until
-   disarmed. */
-static void counter_arm_every(counter *c, long long n, long long period)
-{
-  long long from = atomic_load(&c->attempts) + n;
-  atomic_store(&c->fail_until, LLONG_MAX);
-  atomic_store(&c->period, period);
-  atomic_store(&c->fail_from, from);
-}
-
-static void counter_disarm(counter *c)
-{
-  atomic_store(&c->fail_from, 0);
-}
-
-static bool counter_fails(counter *c)
-{
-  long long n = atomic_fetch_add(&c->attempts, 1) + 1;
-  long long from = atomic_load(&c->fail_from);
-  if (from == 0 || n < from || n >= atomic_load(&c->fail_until))
-    return false;
-  long long period = atomic_load(&c->period);
-  if (period > 0 && (n - from) % period != 0)
-    return false;
-  atomic_fetch_add(&c->injected, 1);
-  return true;
-}
-
-static void counter_wrong_size(counter *c, size_t given, size_t actual)
-{
-  atomic_fetch_add(&c->wrong_sizes, 1);
-  atomic_store(&c->wrong_given, (long long)given);
-  atomic_store(&c->wrong_actual, (long long)actual);
-}
-
-static void *counting_alloc(void *user, size_t size)
-{
-  counter *c = user;
-  if (counter_fails(c))
-    return NULL;
-  block_header *b = malloc(sizeof(block_header) + size);
-  if (b == NULL)
-    return NULL;
-  b->size = size;
-  atomic_fetch_add(&c->live_bytes, (long long)size);
-  atomic_fetch_add(&c->live_blocks, 1);
-  return b + 1;
-}
-
-static void *counting_realloc(void *user, void *ptr, size_t old_size,
-                              size_t new_size)
-{
-  counter *c = user;
-  if (counter_fails(c))
-    return NULL; /* the old block stays as it was */
-  block_header *old = (block_header *)ptr - 1;
-  if (old->size != old_size)
-    counter_wrong_size(c, old_size, old->size);
-  size_t had = old->size;
-  block_header *b = realloc(old, sizeof(block_header) + new_size);
-  if (b == NULL)
-    return NULL;
-  b->size = new_size;
-  atomic_fetch_add(&c->live_bytes, (long long)new_size - (long long)had);
-  return b + 1;
-}
-
-static void counting_free(void *user, void *ptr, size_t size)
-{
-  counter *c = user;
-  if (ptr == NULL)
-    return;
-  block_header *b = (block_header *)ptr - 1;
-  if (b->size != size)
-    counter_wrong_size(c, size, b->size);
-  atomic_fetch_sub(&c->live_bytes, (long long)b->size);
-  atomic_fetch_sub(&c->live_blocks, 1);
-  free(b);
-}
+/* ---- a counting, failing allocator: counting.h ------------------------ */
 
 static void expect_all_freed(counter *c)
 {

@@ -60,6 +60,7 @@
 #include <time.h>
 
 #include "aoi.h"
+#include "counting.h"
 #include "internal.h" /* aoi__world_valid, handle and id map counters */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -201,84 +202,9 @@ static float rnd_float(float lo, float hi)
   return (float)(lo + (hi - lo) * rnd_unit());
 }
 
-/* ---- a counting allocator ---------------------------------------------- */
-
-/* Each block carries its size in a header, so that a free or realloc with
-   another size than the block's is seen. */
-typedef union block_header {
-  size_t size;
-  max_align_t align;
-} block_header;
-
-typedef struct counter {
-  atomic_llong live_bytes;
-  atomic_llong peak_bytes; /* since the last reset of the peak */
-  atomic_llong live_blocks;
-  atomic_llong calls; /* alloc and realloc calls */
-  atomic_llong wrong_sizes;
-  atomic_llong wrong_given, wrong_actual; /* the last one, for the message */
-} counter;
+/* ---- a counting allocator: counting.h --------------------------------- */
 
 static counter bytes;
-
-static void raise_peak(counter *c, long long now)
-{
-  long long peak = atomic_load(&c->peak_bytes);
-  while (now > peak && !atomic_compare_exchange_weak(&c->peak_bytes, &peak, now))
-    ;
-}
-
-static void counter_wrong_size(counter *c, size_t given, size_t actual)
-{
-  atomic_fetch_add(&c->wrong_sizes, 1);
-  atomic_store(&c->wrong_given, (long long)given);
-  atomic_store(&c->wrong_actual, (long long)actual);
-}
-
-static void *counting_alloc(void *user, size_t size)
-{
-  counter *c = user;
-  atomic_fetch_add(&c->calls, 1);
-  block_header *b = malloc(sizeof(block_header) + size);
-  if (b == NULL)
-    return NULL;
-  b->size = size;
-  raise_peak(c, atomic_fetch_add(&c->live_bytes, (long long)size) +
-                    (long long)size);
-  atomic_fetch_add(&c->live_blocks, 1);
-  return b + 1;
-}
-
-static void *counting_realloc(void *user, void *ptr, size_t old_size,
-                              size_t new_size)
-{
-  counter *c = user;
-  atomic_fetch_add(&c->calls, 1);
-  block_header *old = (block_header *)ptr - 1;
-  if (old->size != old_size)
-    counter_wrong_size(c, old_size, old->size);
-  size_t had = old->size;
-  block_header *b = realloc(old, sizeof(block_header) + new_size);
-  if (b == NULL)
-    return NULL;
-  b->size = new_size;
-  long long delta = (long long)new_size - (long long)had;
-  raise_peak(c, atomic_fetch_add(&c->live_bytes, delta) + delta);
-  return b + 1;
-}
-
-static void counting_free(void *user, void *ptr, size_t size)
-{
-  counter *c = user;
-  if (ptr == NULL)
-    return;
-  block_header *b = (block_header *)ptr - 1;
-  if (b->size != size)
-    counter_wrong_size(c, size, b->size);
-  atomic_fetch_sub(&c->live_bytes, (long long)b->size);
-  atomic_fetch_sub(&c->live_blocks, 1);
-  free(b);
-}
 
 /* ---- the process's memory, from /proc/self/status ---------------------- */
 
@@ -1183,7 +1109,7 @@ static void test_soak(void **state)
                mib((double)atomic_load(&bytes.live_bytes)),
                mib((double)atomic_load(&bytes.peak_bytes)), mib(outbox_bytes()),
                mib(view_bytes()), (long long)atomic_load(&bytes.live_blocks),
-               (long long)atomic_load(&bytes.calls), r.rss_kib, r.hwm_kib,
+               (long long)atomic_load(&bytes.attempts), r.rss_kib, r.hwm_kib,
                S.world->handle_count, (unsigned long long)S.events);
         fflush(stdout);
       }
@@ -1198,7 +1124,7 @@ static void test_soak(void **state)
       warm = 1;
       warm_tick = S.tick;
       warm_peak = atomic_load(&bytes.peak_bytes);
-      warm_calls = atomic_load(&bytes.calls);
+      warm_calls = atomic_load(&bytes.attempts);
       warm_rss = read_rss();
       warm_outboxes = outbox_bytes();
       atomic_store(&bytes.peak_bytes, atomic_load(&bytes.live_bytes));
@@ -1213,7 +1139,7 @@ static void test_soak(void **state)
     check_pictures();
   }
   long long after_peak = atomic_load(&bytes.peak_bytes);
-  long long calls = atomic_load(&bytes.calls);
+  long long calls = atomic_load(&bytes.attempts);
   rss end_rss = read_rss();
   uint32_t high_water = S.world->handle_count;
   double end_outboxes = outbox_bytes();

@@ -1,0 +1,43 @@
+/*
+ * counting.h: the tests' counting, failing allocator, for aoi_config's
+ * allocator hooks. It counts live bytes and blocks (and their peak), checks
+ * that every free and realloc names the block's true size, and fails the
+ * allocations it is armed for. The hooks are called from every thread, so
+ * all its state is atomic; only the test's main thread reads it.
+ */
+#ifndef AOI_TESTS_COUNTING_H
+#define AOI_TESTS_COUNTING_H
+
+#include <limits.h>
+#include <stdatomic.h>
+
+#include "aoi.h"
+
+#define COUNTER_ONWARD LLONG_MAX /* a span: fail every attempt from n on */
+
+typedef struct counter {
+  atomic_llong live_bytes, live_blocks;
+  atomic_llong peak_bytes;              /* since it was last reset */
+  atomic_llong attempts;                /* alloc and realloc calls */
+  atomic_llong fail_from, fail_until;   /* attempts in [from, until) fail */
+  atomic_llong period;                  /* or, if > 0, every period-th */
+  atomic_llong injected;                /* failures returned */
+  atomic_llong wrong_sizes;             /* frees and reallocs of a wrong size */
+  atomic_llong wrong_given, wrong_actual; /* the last one, for the message */
+} counter;
+
+void counter_reset(counter *c);
+/* Fails `span` attempts (or COUNTER_ONWARD: all) from the n-th from now. */
+void counter_arm(counter *c, long long n, long long span);
+/* Fails the n-th attempt from now and every period-th after it, until
+   disarmed. */
+void counter_arm_every(counter *c, long long n, long long period);
+void counter_disarm(counter *c);
+/* The hooks, with c as their user pointer. */
+aoi_allocator counting_allocator(counter *c);
+void *counting_alloc(void *user, size_t size);
+void *counting_realloc(void *user, void *ptr, size_t old_size,
+                       size_t new_size);
+void counting_free(void *user, void *ptr, size_t size);
+
+#endif
