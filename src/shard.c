@@ -679,11 +679,11 @@ static int view_reserve(const aoi_allocator *a, aoi__view *view,
     return 0;
   uint32_t capacity = aoi__roomy(need, hint);
   if (capacity > UINT32_MAX / aoi__view_bytes(1))
-    return AOI_ENOMEM;
+  return AOI_ENOMEM;
   aoi__view bigger = {NULL, view->count, capacity};
   bigger.ids = aoi__alloc(a, aoi__view_bytes(bigger.capacity));
   if (bigger.ids == NULL)
-    return AOI_ENOMEM;
+  return AOI_ENOMEM;
   if (view->count > 0) {
     memcpy(bigger.ids, view->ids, sizeof(uint64_t) * view->count);
     memcpy(aoi__view_items(&bigger), aoi__view_items(view),
@@ -725,9 +725,10 @@ static void commit_output(aoi__worker *k, aoi__entity *e, uint32_t total)
   k->events_made += total;
 }
 
-/* Computes one watcher's events and new view from scratch. Every allocation
-   comes before any change: on failure the watcher keeps its view and gets no
-   events this tick, and its next tick's diff covers both ticks.
+/* Computes one watcher's events and new view from scratch. Returns 0 or
+   AOI_ENOMEM. Every allocation comes before any change: on failure the
+   watcher keeps its view and gets no events this tick, and its next tick's
+   diff covers both ticks.
 
    Its view holds (id, handle, the position it was last told), by id. Each
    entry is checked against the marker's current mark: a leave when it is
@@ -735,8 +736,8 @@ static void commit_output(aoi__worker *k, aoi__entity *e, uint32_t total)
    kept, with a move when it is not where the watcher was told. Enters come
    from the grid: markers within the radius whose handle the view does not
    hold. */
-static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                          uint64_t tick)
+static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                         uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
@@ -750,19 +751,19 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t r[4], n = 0;
   aoi__reach_box(shape, e->x, e->y, e->radius, box);
   aoi__grid_range(g, box, r);
-  uint32_t block = 0;
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-    block += aoi__grid_row_end(g, cy, r[2]) - aoi__grid_row_begin(g, cy, r[0]);
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-    if (!find_enters(k, e, g, aoi__grid_row_begin(g, cy, r[0]),
-                     aoi__grid_row_end(g, cy, r[2]), &n)) {
+  uint32_t block = 0; /* entries in the scanned rows */
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    block += end - begin;
+    if (!find_enters(k, e, g, begin, end, &n)) {
       clear_members(k, seen, v);
-      fail(k, AOI_ENOMEM);
-      return;
+      return AOI_ENOMEM;
     }
+  }
   if (v + n == 0) {
     e->stale = false;
-    return;
+    return 0;
   }
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
@@ -784,8 +785,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       (out = reserve_output(k, e, v + n, v + n, hint)) == NULL) {
     /* the view may have grown (and moved) before the outbox failed */
     clear_members(k, aoi__view_items(view), v);
-    fail(k, AOI_ENOMEM);
-    return;
+    return AOI_ENOMEM;
   }
   AOI__STRESS();
   uint64_t *ids = view->ids;
@@ -829,6 +829,7 @@ static void compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   e->stale = false;
   k->view_sum += view->count;
   k->view_n++;
+  return 0;
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -857,9 +858,10 @@ static void clear_hits(aoi__worker *k, const aoi__seen *seen, uint32_t nh)
    or move, and each one that the view holds stood within the watcher's
    reach at the end of the last tick, so it is in the grid near the watcher
    as a changed marker or as a departure. Cost follows change: a watcher
-   with no change nearby reads nothing of its view but a few probes. */
-static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                            uint64_t tick)
+   with no change nearby reads nothing of its view but a few probes.
+   Returns 0 or AOI_ENOMEM (then nothing changed). */
+static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                           uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi_allocator *a = &w->allocator;
@@ -908,8 +910,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                 aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                              sizeof(uint32_t)) != 0) {
               clear_hits(k, seen, nh);
-              fail(k, AOI_ENOMEM);
-              return;
+              return AOI_ENOMEM;
             }
             set_member(k, h);
             k->hits[nh++] = hit;
@@ -924,8 +925,7 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
               aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
                            n + 1, sizeof(aoi__candidate)) != 0) {
             clear_hits(k, seen, nh);
-            fail(k, AOI_ENOMEM);
-            return;
+            return AOI_ENOMEM;
           }
           k->candidates[n++] =
               (aoi__candidate){g->id[i], h, g->x[i], g->y[i]};
@@ -934,15 +934,13 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
   clear_hits(k, seen, nh);
   if (nh + n == 0)
-    return;
+    return 0;
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n);
   uint32_t *hits = k->hits;
   aoi_event *out = reserve_output(k, e, nh + n, v - nl + n, 0);
-  if (out == NULL) {
-    fail(k, AOI_ENOMEM);
-    return;
-  }
+  if (out == NULL)
+    return AOI_ENOMEM;
   AOI__STRESS();
   uint64_t *ids = view->ids;
   aoi__seen *items = aoi__view_items(view);
@@ -980,22 +978,19 @@ static void compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   merge_enters(view, kept, enters, n);
   commit_output(k, e, nh + n);
+  return 0;
 }
 
 /* A watcher whose compute fails keeps its view, which is then stale. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
-  int before = k->error;
-  k->error = 0;
-  if (e->changed == tick || e->stale)
-    compute_whole(k, e, g, tick);
-  else
-    compute_changes(k, e, g, tick);
-  if (k->error != 0)
+  int rc = e->changed == tick || e->stale ? compute_whole(k, e, g, tick)
+                                          : compute_changes(k, e, g, tick);
+  if (rc != 0) {
+    fail(k, rc);
     e->stale = true;
-  else
-    k->error = before;
+  }
 }
 
 /* Every owned watcher of the shard keeps its view this tick. */
