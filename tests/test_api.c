@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "aoi.h"
-#include "counting.h"
+#include "support.h"
 #include "internal.h" /* aoi__world_valid */
 
 #define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
@@ -78,34 +78,6 @@ static aoi_world *world_for(layout l, float max_radius)
 {
   aoi_config c = config_for(l, max_radius);
   return create_or_fail(&c);
-}
-
-typedef struct record {
-  uint64_t watcher;
-  aoi_event event;
-} record;
-
-typedef struct records {
-  record *items;
-  size_t count, capacity;
-} records;
-
-static void records_push(records *r, uint64_t watcher, const aoi_event *e)
-{
-  if (r->count == r->capacity) {
-    r->capacity = r->capacity ? r->capacity * 2 : 64;
-    r->items = realloc(r->items, sizeof(record) * r->capacity);
-    assert_non_null(r->items);
-  }
-  r->items[r->count].watcher = watcher;
-  r->items[r->count].event = *e;
-  r->count++;
-}
-
-static void records_free(records *r)
-{
-  free(r->items);
-  memset(r, 0, sizeof(*r));
 }
 
 /* Drains every pending watcher, in the order aoi_pending gives, onto `out`. */
@@ -251,7 +223,7 @@ static void circle(aoi_world *w, float x, float y, float r, uint32_t mask,
     expect_ids(&a_, NULL, 0);                                                 \
   } while (0)
 
-/* ---- a counting, failing allocator: counting.h ------------------------ */
+/* ---- a counting, failing allocator: support.h ------------------------- */
 
 
 static void expect_all_freed(counter *c)

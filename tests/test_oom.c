@@ -56,7 +56,7 @@
 #include <time.h>
 
 #include "aoi.h"
-#include "counting.h"
+#include "support.h"
 #include "internal.h" /* aoi__world_valid */
 
 #define ALL UINT32_MAX
@@ -84,7 +84,7 @@ static char where[256];
 /* AOI_OOM_STRIDE; 0 = the default sampling. */
 static long long stride_env;
 
-/* ---- a counting, failing allocator: counting.h ------------------------ */
+/* ---- a counting, failing allocator: support.h ------------------------- */
 
 static void expect_all_freed(counter *c)
 {
@@ -131,29 +131,7 @@ static float pick(uint64_t id, uint64_t salt, float lo, float hi)
   return lo + (float)(mix(id, salt) % steps) / 64.0f;
 }
 
-/* ---- events and the client picture -------------------------------------- */
-
-typedef struct record {
-  uint64_t watcher;
-  aoi_event event;
-} record;
-
-typedef struct records {
-  record *items;
-  size_t count, capacity;
-} records;
-
-static void records_push(records *r, uint64_t watcher, const aoi_event *e)
-{
-  if (r->count == r->capacity) {
-    r->capacity = r->capacity ? r->capacity * 2 : 1024;
-    r->items = realloc(r->items, sizeof(record) * r->capacity);
-    assert_non_null(r->items);
-  }
-  r->items[r->count].watcher = watcher;
-  r->items[r->count].event = *e;
-  r->count++;
-}
+/* ---- events and the client picture (records: support.h) ----------------- */
 
 static const char *kind_name(uint32_t kind)
 {
@@ -257,7 +235,7 @@ static void side_free(side *s)
   aoi_destroy(s->w);
   for (unsigned i = 0; i < MAX_ID; i++)
     free(s->picture[i].items);
-  free(s->log.items);
+  records_free(&s->log);
   free(s);
 }
 

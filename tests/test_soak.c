@@ -60,7 +60,7 @@
 #include <time.h>
 
 #include "aoi.h"
-#include "counting.h"
+#include "support.h"
 #include "internal.h" /* aoi__world_valid, handle and id map counters */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -202,7 +202,7 @@ static float rnd_float(float lo, float hi)
   return (float)(lo + (hi - lo) * rnd_unit());
 }
 
-/* ---- a counting allocator: counting.h --------------------------------- */
+/* ---- a counting allocator: support.h ---------------------------------- */
 
 static counter bytes;
 

@@ -1,11 +1,12 @@
 /*
- * counting.c: the tests' counting, failing allocator (see counting.h).
+ * support.c: what several tests share (see support.h).
  */
-#include "counting.h"
+#include "support.h"
 
 #include <stdbool.h>
-#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Each block carries its size in a header, so that a free or realloc with
    another size than the block's is seen. */
@@ -129,4 +130,27 @@ aoi_allocator counting_allocator(counter *c)
 {
   aoi_allocator a = {counting_alloc, counting_realloc, counting_free, c};
   return a;
+}
+
+void records_push(records *r, uint64_t watcher, const aoi_event *e)
+{
+  if (r->count == r->capacity) {
+    size_t capacity = r->capacity ? r->capacity * 2 : 64;
+    record *items = realloc(r->items, sizeof(record) * capacity);
+    if (items == NULL) {
+      fputs("records_push: out of memory\n", stderr);
+      abort();
+    }
+    r->items = items;
+    r->capacity = capacity;
+  }
+  r->items[r->count].watcher = watcher;
+  r->items[r->count].event = *e;
+  r->count++;
+}
+
+void records_free(records *r)
+{
+  free(r->items);
+  memset(r, 0, sizeof(*r));
 }

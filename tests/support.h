@@ -1,15 +1,18 @@
 /*
- * counting.h: the tests' counting, failing allocator, for aoi_config's
- * allocator hooks. It counts live bytes and blocks (and their peak), checks
+ * support.h: what several tests share.
+ *
+ * A counting, failing allocator, for aoi_config's allocator hooks. It counts live bytes and blocks (and their peak), checks
  * that every free and realloc names the block's true size, and fails the
  * allocations it is armed for. The hooks are called from every thread, so
  * all its state is atomic; only the test's main thread reads it.
  */
-#ifndef AOI_TESTS_COUNTING_H
-#define AOI_TESTS_COUNTING_H
+#ifndef AOI_TESTS_SUPPORT_H
+#define AOI_TESTS_SUPPORT_H
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "aoi.h"
 
@@ -39,5 +42,20 @@ void *counting_alloc(void *user, size_t size);
 void *counting_realloc(void *user, void *ptr, size_t old_size,
                        size_t new_size);
 void counting_free(void *user, void *ptr, size_t size);
+
+/* A log of events as the host drained them: (watcher, event) pairs. */
+typedef struct record {
+  uint64_t watcher;
+  aoi_event event;
+} record;
+
+typedef struct records {
+  record *items;
+  size_t count, capacity;
+} records;
+
+/* Appends one; aborts when memory runs out. */
+void records_push(records *r, uint64_t watcher, const aoi_event *e);
+void records_free(records *r);
 
 #endif
