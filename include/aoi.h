@@ -237,6 +237,38 @@ AOI_EXPORT int aoi_drain(aoi_world *world, uint64_t id,
                          const aoi_event **events, size_t *count);
 
 /*
+ * Parallel delivery. A tick leaves its events in aoi_delivery_segments()
+ * segments (one per worker thread), each holding the events of a disjoint
+ * set of watchers. aoi_deliver takes every undrained event of every watcher
+ * of one segment and calls `fn` once per watcher that has any, with all of
+ * that watcher's events in order (older ticks first, as aoi_drain would
+ * give them), then empties its outbox. `events` is valid only during the
+ * call. No id lookup and no sort happen on this path: watchers come in the
+ * order the workers computed them, which depends on the layout.
+ *
+ * Threads: between ticks, aoi_deliver of DIFFERENT segments may run at the
+ * same time on different threads (one thread per segment at a time). While
+ * any aoi_deliver runs, no other function may be called on this world, and
+ * the host must order every aoi_deliver before its next call on the world
+ * (join its threads, or a barrier). `fn` must not call into this world.
+ *
+ * A host may mix both paths: a watcher taken by aoi_drain is not delivered
+ * again, and aoi_deliver empties what aoi_drain would return. Events not
+ * taken before the next tick stay, in order, for a later aoi_drain or
+ * aoi_deliver (that tick moves them into the watcher's outbox).
+ *
+ * Returns 0; AOI_EINVAL for a NULL world or fn or a segment out of range;
+ * AOI_EBUSY during a tick; AOI_ENOMEM when a watcher's events cannot be
+ * laid out (then that watcher and the ones after it stay undelivered; call
+ * again).
+ */
+typedef void (*aoi_deliver_fn)(void *user, uint64_t watcher,
+                               const aoi_event *events, size_t count);
+AOI_EXPORT unsigned aoi_delivery_segments(const aoi_world *world);
+AOI_EXPORT int aoi_deliver(aoi_world *world, unsigned segment,
+                           aoi_deliver_fn fn, void *user);
+
+/*
  * The watchers that have undrained events, ids ascending. *ids is borrowed:
  * valid until the next aoi_tick, aoi_pending, aoi_remove or aoi_destroy;
  * aoi_drain does not invalidate it, so a host can drain while it iterates.

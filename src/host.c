@@ -40,7 +40,8 @@ typedef struct handle_tables {
   aoi__location *location;
   aoi__mark *mark;
   aoi__outbox *outbox;
-  uint32_t *free_handles, *limbo;
+  uint64_t *idof;
+  uint32_t *record, *free_handles, *limbo, *limbo_old, *backlog, *assigned;
   uint8_t *in_pending;
 } handle_tables;
 
@@ -63,8 +64,13 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(location, aoi__location);
   TABLE(mark, aoi__mark);
   TABLE(outbox, aoi__outbox);
+  TABLE(idof, uint64_t);
+  TABLE(record, uint32_t);
   TABLE(free_handles, uint32_t);
   TABLE(limbo, uint32_t);
+  TABLE(limbo_old, uint32_t);
+  TABLE(backlog, uint32_t);
+  TABLE(assigned, uint32_t);
   TABLE(in_pending, uint8_t);
 #undef TABLE
   return at;
@@ -133,23 +139,35 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.location, w->location, sizeof(*t.location) * old);
     memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
+    memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
+    memcpy(t.record, w->record, sizeof(*t.record) * old);
     memcpy(t.in_pending, w->in_pending, old);
     memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
     memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
+    memcpy(t.limbo_old, w->limbo_old, sizeof(uint32_t) * w->limbo_old_count);
+    memcpy(t.backlog, w->backlog, sizeof(uint32_t) * w->backlog_count);
+    memcpy(t.assigned, w->assigned, sizeof(uint32_t) * old);
   }
   memset(t.host + old, 0, sizeof(*t.host) * (cap - old));
   memset(t.location + old, 0xff, sizeof(*t.location) * (cap - old));
   memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
+  memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
+  memset(t.record + old, 0, sizeof(*t.record) * (cap - old));
   memset(t.in_pending + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
   w->location = t.location;
   w->mark = t.mark;
   w->outbox = t.outbox;
+  w->idof = t.idof;
+  w->record = t.record;
   w->in_pending = t.in_pending;
   w->free_handles = t.free_handles;
   w->limbo = t.limbo;
+  w->limbo_old = t.limbo_old;
+  w->backlog = t.backlog;
+  w->assigned = t.assigned;
   w->handle_capacity = cap;
   return 0;
 }
@@ -262,6 +280,8 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->flags = flags | AOI__LIVE;
   e->shard = shard;
   w->outbox[h].count = 0;
+  w->idof[h] = id;
+  w->record[h] = 0;
   aoi__idmap_put(&w->ids, id, h);
   w->live++;
   if (flags & AOI_WATCHER) {
@@ -379,8 +399,9 @@ int aoi_remove(aoi_world *w, uint64_t id)
       w->radius_high_dirty = true;
     /* A removed watcher's undrained events are dropped now, with their
        memory: the handle's next owner may need none. */
+    if (e->born <= w->tick)
+      aoi__record_drop(w, h);
     aoi__outbox_free(&w->allocator, &w->outbox[h]);
-    w->in_pending[h] = 0; /* its pending entry, if any, is stale now */
   }
   w->limbo[w->limbo_count++] = h;
   aoi__op op = {AOI__OP_REMOVE, h, id, 0, 0, 0, 0, 0, 0};
@@ -551,11 +572,9 @@ int aoi_tick_begin(aoi_world *w)
   bool relayout = plan_relayout(w);
   const aoi_allocator *a = &w->allocator;
   int rc;
-  /* Every watcher handle may become pending: reserve it all up front so
-     that collecting them after the tick cannot fail. */
-  if ((rc = aoi__reserve(a, (void **)&w->pending.entries, &w->pending.capacity,
-                         w->pending.count + w->handle_count + 1,
-                         sizeof(aoi__pending_entry))) != 0)
+  /* The last tick's undelivered events move to their outboxes, so that the
+     workers can reuse the segments (and the marks can change). */
+  if ((rc = aoi__segments_settle(w)) != 0)
     return rc;
   if ((rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
                          w->chunks_used_count + w->shard_count, sizeof(aoi__chunk *))) != 0)
@@ -664,9 +683,6 @@ int aoi_tick_end(aoi_world *w)
     aoi__worker *k = &w->workers[i];
     if (k->error != 0)
       rc = k->error;
-    for (uint32_t j = 0; j < k->new_pending_count; j++)
-      aoi__pending_note(w, k->new_pending[j]);
-    k->new_pending_count = 0;
     for (int p = 0; p < AOI_PHASE_COUNT; p++)
       if (k->phase_ns[p] > st->phase_ns[p])
         st->phase_ns[p] = k->phase_ns[p];
@@ -683,11 +699,17 @@ int aoi_tick_end(aoi_world *w)
      after a tick that recomputed every view. A view held back by a failed
      tick may still hold one, and a new entity under it would pass for the
      old one, so those wait for a tick that succeeds. */
+  /* Their ids stay readable for one more tick: the leaves of this one name
+     them until they are delivered. */
   if (rc == 0) {
-    for (uint32_t i = 0; i < w->limbo_count; i++)
-      w->free_handles[w->free_count++] = w->limbo[i];
-    w->limbo_count = 0;
+    for (uint32_t i = 0; i < w->limbo_old_count; i++)
+      w->free_handles[w->free_count++] = w->limbo_old[i];
+    w->limbo_old_count = 0;
   }
+  for (uint32_t i = 0; i < w->limbo_count; i++)
+    w->limbo_old[w->limbo_old_count++] = w->limbo[i];
+  w->limbo_count = 0;
+  aoi__segments_assign(w);
   w->last_ghost_reach = w->command.ghost_reach;
   for (unsigned s = 0; s < w->shard_count; s++) {
     w->shard_entities[s] = w->shards[s].count;
@@ -707,23 +729,6 @@ int aoi_tick(aoi_world *w)
 }
 
 /* ---- outboxes ----------------------------------------------------------- */
-
-int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
-              size_t *count)
-{
-  if (w == NULL || events == NULL || count == NULL)
-    return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  aoi__outbox *o = &w->outbox[h];
-  *events = o->events;
-  *count = o->count;
-  o->count = 0;
-  return 0;
-}
 
 int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
 {
@@ -840,15 +845,16 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
   const aoi__entity *e = applied(w, h);
   size_t n = e != NULL ? e->view.count : 0;
   for (size_t i = 0; i < n && i < capacity; i++)
-    ids[i] = e->view.ids[i];
+    ids[i] = w->idof[e->view.handles[i]];
   *count = n;
   return 0;
 }
 
-static bool view_holds(const aoi__view *v, uint64_t id, uint32_t handle)
+static bool view_holds(const aoi_world *w, const aoi__view *v, uint64_t id,
+                       uint32_t handle)
 {
-  uint32_t at = aoi__view_find(v, id);
-  return at < v->count && aoi__view_items(v)[at].handle == handle;
+  uint32_t at = aoi__view_find(v, w->idof, id);
+  return at < v->count && v->handles[at] == handle;
 }
 
 int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
@@ -882,7 +888,7 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
             const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
             if ((g->info[i] & want) != want)
               continue;
-            if (!view_holds(&s->entities[g->slot[i]].view, e->id, h))
+            if (!view_holds(w, &s->entities[g->slot[i]].view, e->id, h))
               continue;
             if (collect(w, n, g->id[i]) != 0)
               return AOI_ENOMEM;

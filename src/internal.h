@@ -194,6 +194,7 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 #define AOI__ENTRY_CHANGED 8u
 #define AOI__ENTRY_DEPARTED 16u
 #define AOI__ENTRY_STALE 32u /* a watcher whose view the last tick kept */
+#define AOI__ENTRY_MOVED 64u /* a marker whose position changed this tick */
 #define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
@@ -303,6 +304,27 @@ int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
                        const aoi_event *events, uint32_t count);
 void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
 
+/* A delivery segment: the events worker i made in the last tick, as
+   records of 32-bit words: the watcher's handle, its numbers of leaves,
+   enters and moves, then the handles of the entities concerned in that
+   order. An event is 4 bytes here; its id and position are read at
+   delivery from world->idof and world->mark, which no thread changes
+   between ticks. world->record[h] is 1 + the offset of watcher h's record
+   while it is undelivered (0 otherwise). Records left undelivered when the
+   next tick begins are expanded into the watchers' outboxes first. */
+#define AOI__RECORD_HEADER 4u
+typedef struct aoi__segment {
+  uint32_t *words;
+  uint32_t count, capacity;
+  uint32_t records;  /* records written */
+  uint32_t taken;    /* records delivered or drained since */
+  aoi_event *scratch; /* aoi_deliver's expansion of one watcher */
+  uint32_t scratch_capacity;
+  /* The watchers with an outbox backlog and no record, delivered with this
+     segment: world->assigned[backlog_from ..][.. backlog_count]. */
+  uint32_t backlog_from, backlog_count;
+} aoi__segment;
+
 /* The watchers that may have undrained events, sorted by id lazily. Host
    only. An entry is valid while its handle is live under the same id and
    in_pending marks it; stale entries are dropped by the next aoi_pending. */
@@ -345,34 +367,16 @@ typedef struct aoi__chunk {
   aoi__op ops[AOI__CHUNK_OPS];
 } aoi__chunk;
 
-/* A watcher's view: the markers it sees, sorted by id. The ids lie apart
-   from the rest of each entry, so a probe by id reads only ids. An entry
-   holds the marker's handle and the position this watcher was last told
-   (by its enter or its last move). A marker whose position differs from it
-   gets a move event; after a tick that stored no event for this watcher
-   (out of memory), that is still the position the client knows, so the next
-   tick catches it up exactly. */
-typedef struct aoi__seen {
-  uint32_t handle;
-  float x, y;
-} aoi__seen;
-
+/* A watcher's view: the handles of the markers it sees, ordered by their
+   ids (world->idof). Four bytes an entry: the position a watcher was last
+   told is never stored, because every tick that computes a view tells each
+   kept marker that moved (see aoi__mark.moved), so what the client knows is
+   the position at the end of the last tick. A view held back by a failed
+   tick is marked for a resync instead (AOI__STALE_RESYNC). */
 typedef struct aoi__view {
-  uint64_t *ids; /* one block: `capacity` ids, then `capacity` entries */
+  uint32_t *handles;
   uint32_t count, capacity;
 } aoi__view;
-
-static inline aoi__seen *aoi__view_items(const aoi__view *view)
-{
-  if (view->ids == NULL) /* never allocated */
-    return NULL;
-  return (aoi__seen *)(void *)(view->ids + view->capacity);
-}
-
-static inline size_t aoi__view_bytes(uint32_t capacity)
-{
-  return (sizeof(uint64_t) + sizeof(aoi__seen)) * (size_t)capacity;
-}
 
 /* An entity as its owning shard holds it. */
 typedef struct aoi__entity {
@@ -384,14 +388,18 @@ typedef struct aoi__entity {
   uint32_t layers, interest;
   uint64_t touched;  /* the last tick whose ops moved or added it */
   uint64_t changed;  /* the last tick whose ops changed it in any way */
-  uint32_t stale;    /* its view missed a tick (a failed or skipped compute):
-                        the next one starts from scratch */
+  uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
+                        scratch, and tells every kept marker (resync) */
   aoi__view view;
 } aoi__entity;
+
+#define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
+#define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
 
 /* A read-only copy of a marker owned by another shard, or a departure. */
 #define AOI__GHOST_CHANGED 1u  /* the marker changed this tick */
 #define AOI__GHOST_DEPARTED 2u /* not a marker: where one stood, see grid */
+#define AOI__GHOST_MOVED 4u    /* its position changed this tick */
 typedef struct aoi__ghost {
   uint64_t id;
   uint32_t handle, layers;
@@ -413,6 +421,7 @@ typedef struct aoi__handoff {
 typedef struct aoi__mark {
   float x, y;
   uint32_t layers;
+  uint32_t moved; /* low 32 bits of the last tick that changed x or y */
 } aoi__mark;
 
 /* Where a handle lives: written only by its owning worker during a tick. */
@@ -467,7 +476,6 @@ typedef struct aoi__tick_command {
 typedef struct aoi__candidate {
   uint64_t id;
   uint32_t handle;
-  float x, y;
 } aoi__candidate;
 
 typedef struct aoi__worker {
@@ -485,18 +493,14 @@ typedef struct aoi__worker {
   uint32_t work_capacity;
   /* sizes of the views computed whole, this tick and the last */
   uint64_t view_sum, view_n, last_view_sum, last_view_n;
-  aoi__candidate *candidates;
-  uint32_t *hits; /* view entries a changed marker leaves or moves */
-  uint32_t hit_capacity;
+  aoi__candidate *candidates; /* candidate_capacity, then as many spare */
   uint32_t candidate_capacity;
-  aoi_event *events; /* a watcher's moves, before they follow its enters */
-  uint32_t event_capacity;
-  uint64_t *member; /* a bit per handle: held by the view being computed,
-                       so membership is one load from a small array; all
+  uint32_t *hits; /* view entries a changed marker leaves or moves, or a
+                     watcher's moves before they follow its enters */
+  uint32_t hit_capacity;
+  uint64_t *member; /* two bitsets over handles (see reserve_members); all
                        clear between watchers */
   uint32_t member_words;
-  uint32_t *new_pending; /* watchers whose outbox became non-empty */
-  uint32_t new_pending_count, new_pending_capacity;
   /* results of the last tick */
   int error;
   uint64_t phase_ns[AOI_PHASE_COUNT];
@@ -546,12 +550,21 @@ struct aoi_world {
   uint32_t handle_capacity, handle_count; /* high-water mark */
   aoi__location *location;                /* per handle */
   aoi__mark *mark;                        /* per handle */
-  aoi__outbox *outbox;                    /* per handle */
-  uint8_t *in_pending;                    /* per handle */
+  aoi__outbox *outbox;                    /* per handle: the backlog */
+  uint32_t *record;                       /* per handle, see aoi__segment */
+  uint64_t *idof;                         /* per handle: its id */
+  uint8_t *in_pending;                    /* per handle: in backlog[] */
   uint32_t *free_handles; /* handle_capacity each, like every per-handle */
   uint32_t free_count;     /* table: one block, see host.c */
-  uint32_t *limbo;         /* removed this tick, free after it */
+  uint32_t *limbo;         /* removed before this tick */
   uint32_t limbo_count;
+  uint32_t *limbo_old;     /* removed before the last one: free after this
+                              tick, once its leaves were delivered */
+  uint32_t limbo_old_count;
+  aoi__segment *segments;  /* one per worker */
+  uint32_t *backlog;       /* per handle: watchers whose outbox holds events */
+  uint32_t backlog_count;
+  uint32_t *assigned;      /* per handle: the segments' backlog lists */
   aoi__pending pending;
   aoi__chunk **current; /* per shard: the chunk being filled */
   aoi__chunk *chunk_pool;
@@ -589,20 +602,28 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
 bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
 void aoi__view_free(const aoi_allocator *a, aoi__view *view);
 /* The index of `id` in a view, or view->count when it holds no such id. */
-uint32_t aoi__view_find(const aoi__view *view, uint64_t id);
+uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+                        uint64_t id);
 
 /* host.c */
 int aoi__host_init(struct aoi_world *world);
 void aoi__host_free(struct aoi_world *world);
 
-/* outbox.c: pending list */
+/* outbox.c: segments, backlogs and the pending list */
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending);
-/* Adds handle h (a watcher whose outbox just became non-empty) unless it is
-   listed; room for it was reserved before the tick. */
-void aoi__pending_note(struct aoi_world *world, uint32_t handle);
-/* Sorts what was noted since, drops stale entries, and fills pending->ids
-   with the ids whose outbox is not empty. */
+void aoi__segment_free(const aoi_allocator *a, aoi__segment *segment);
+/* Fills pending->ids with the ids of the watchers that have undrained
+   events, ascending. */
 int aoi__pending_update(struct aoi_world *world);
+/* Expands every undelivered record into its watcher's outbox, so that the
+   segments can be reused. Host only, before a tick. 0 or AOI_ENOMEM (then
+   what could be moved was moved, and nothing is lost). */
+int aoi__segments_settle(struct aoi_world *world);
+/* After a tick: lists each backlog watcher without a record in one
+   segment. Cannot fail (the lists hold a handle capacity). */
+void aoi__segments_assign(struct aoi_world *world);
+/* Drops the record of watcher h, if any (a removed watcher). */
+void aoi__record_drop(struct aoi_world *world, uint32_t h);
 
 /* world.c: an invariant walk of the whole world, for tests (host only,
    between ticks). Returns true when every structure is consistent. */

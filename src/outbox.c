@@ -1,17 +1,21 @@
 /*
- * outbox.c: per-watcher outboxes and the host's list of watchers that have
- * events.
+ * outbox.c: delivery. A tick leaves each worker's events in its segment, as
+ * compact records (see aoi__segment in internal.h); the host takes them out
+ * with aoi_deliver, one segment per host thread if it likes, or by id with
+ * aoi_drain. A watcher's outbox is its backlog: the events of earlier ticks
+ * that nobody took before the next tick began, expanded there in full
+ * (aoi__segments_settle), so that a host that drains late loses nothing.
  *
- * An outbox is a growing array of events indexed by the watcher's handle.
- * During a tick only the worker that owns the watcher appends to it; between
- * ticks only the host drains it. Draining empties it in O(1) and keeps its
- * memory, so a steady crowd allocates nothing; the drained events stay
- * readable until the next tick appends over them.
+ * Threads: during a tick, worker i alone writes segment i and the records
+ * of its watchers. Between ticks the host owns everything, except that
+ * aoi_deliver of different segments may run at once on different threads:
+ * each touches only its segment, its segment's watchers' records and
+ * outboxes (a watcher belongs to exactly one segment's delivery: by its
+ * record, or else by aoi__segments_assign), and reads idof and mark, which
+ * nothing writes between ticks.
  *
- * The pending list holds each handle at most once (world->in_pending marks
- * membership). Workers report the watchers whose outbox went from empty to
- * non-empty; the host appends those after the tick and, when asked, drops the
- * drained ones and sorts by id, merging the new tail into the sorted prefix.
+ * The pending list (aoi_pending) is built on demand from the records and
+ * the backlog: only hosts that ask for it pay for its sort.
  */
 #include "internal.h"
 
@@ -78,13 +82,230 @@ void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending)
   memset(pending, 0, sizeof(*pending));
 }
 
-void aoi__pending_note(struct aoi_world *world, uint32_t handle)
+void aoi__segment_free(const aoi_allocator *a, aoi__segment *segment)
 {
-  aoi__pending *p = &world->pending;
-  if (world->in_pending[handle])
+  aoi__free(a, segment->words, sizeof(uint32_t) * segment->capacity);
+  aoi__free(a, segment->scratch, sizeof(aoi_event) * segment->scratch_capacity);
+  memset(segment, 0, sizeof(*segment));
+}
+
+static inline uint32_t record_events(const uint32_t *rec)
+{
+  return rec[1] + rec[2] + rec[3];
+}
+
+/* Writes the events of one record, as the public events they stand for. */
+static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
+                   aoi_event *out)
+{
+  const uint64_t *idof = w->idof;
+  const aoi__mark *mark = w->mark;
+  const uint32_t *hs = rec + AOI__RECORD_HEADER;
+  uint32_t nl = rec[1], ne = rec[2], nm = rec[3], i = 0;
+  for (; i < nl; i++)
+    out[i] = (aoi_event){idof[hs[i]], 0, 0, AOI_LEAVE, tick};
+  for (; i < nl + ne; i++) {
+    const aoi__mark *m = &mark[hs[i]];
+    out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_ENTER, tick};
+  }
+  for (; i < nl + ne + nm; i++) {
+    if (i + 8 < nl + ne + nm)
+      __builtin_prefetch(&mark[hs[i + 8]]);
+    const aoi__mark *m = &mark[hs[i]];
+    out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_MOVE, tick};
+  }
+}
+
+/* The segment that holds watcher h's record: its worker's, as of the last
+   tick (a location changes only inside a tick). */
+static aoi__segment *segment_of(aoi_world *w, uint32_t h)
+{
+  return &w->segments[aoi__worker_of(w, w->location[h].shard)];
+}
+
+/* Notes h in the backlog list if it is not there. Room: a handle table. */
+static void backlog_note(aoi_world *w, uint32_t h)
+{
+  if (w->in_pending[h])
     return;
-  world->in_pending[handle] = 1;
-  p->entries[p->count++] = (aoi__pending_entry){world->host[handle].id, handle};
+  w->in_pending[h] = 1;
+  w->backlog[w->backlog_count++] = h;
+}
+
+/* Moves watcher h's record into its outbox. 0 or AOI_ENOMEM (nothing
+   changed). */
+static int record_to_outbox(aoi_world *w, uint32_t h)
+{
+  aoi__segment *seg = segment_of(w, h);
+  const uint32_t *rec = seg->words + (w->record[h] - 1);
+  uint32_t n = record_events(rec);
+  aoi_event *room = aoi__outbox_reserve(&w->allocator, &w->outbox[h], n, 0);
+  if (room == NULL)
+    return AOI_ENOMEM;
+  expand(w, rec, (uint32_t)w->tick, room);
+  w->outbox[h].count += n;
+  w->record[h] = 0;
+  seg->taken++;
+  backlog_note(w, h);
+  return 0;
+}
+
+void aoi__record_drop(aoi_world *w, uint32_t h)
+{
+  if (w->record[h] != 0) {
+    w->record[h] = 0;
+    segment_of(w, h)->taken++;
+  }
+}
+
+int aoi__segments_settle(aoi_world *w)
+{
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__segment *seg = &w->segments[i];
+    if (seg->taken < seg->records) {
+      for (uint32_t at = 0; at < seg->count;) {
+        const uint32_t *rec = seg->words + at;
+        uint32_t h = rec[0];
+        if (w->record[h] == at + 1 && record_to_outbox(w, h) != 0)
+          return AOI_ENOMEM;
+        at += AOI__RECORD_HEADER + record_events(rec);
+      }
+    }
+    seg->count = seg->records = seg->taken = 0;
+    seg->backlog_count = 0;
+  }
+  /* Drop drained or removed watchers from the backlog list. */
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < w->backlog_count; i++) {
+    uint32_t h = w->backlog[i];
+    if (w->outbox[h].count > 0 && (w->host[h].flags & AOI__LIVE))
+      w->backlog[n++] = h;
+    else
+      w->in_pending[h] = 0;
+  }
+  w->backlog_count = n;
+  return 0;
+}
+
+void aoi__segments_assign(aoi_world *w)
+{
+  unsigned segments = w->threads;
+  for (unsigned i = 0; i < segments; i++)
+    w->segments[i].backlog_count = 0;
+  /* Count, place, fill: each backlog watcher without a record goes to the
+     segment of its worker. */
+  for (uint32_t i = 0; i < w->backlog_count; i++) {
+    uint32_t h = w->backlog[i];
+    if (w->record[h] == 0 && w->outbox[h].count > 0)
+      segment_of(w, h)->backlog_count++;
+  }
+  uint32_t from = 0;
+  for (unsigned i = 0; i < segments; i++) {
+    w->segments[i].backlog_from = from;
+    from += w->segments[i].backlog_count;
+    w->segments[i].backlog_count = 0;
+  }
+  for (uint32_t i = 0; i < w->backlog_count; i++) {
+    uint32_t h = w->backlog[i];
+    if (w->record[h] == 0 && w->outbox[h].count > 0) {
+      aoi__segment *seg = segment_of(w, h);
+      w->assigned[seg->backlog_from + seg->backlog_count++] = h;
+    }
+  }
+}
+
+int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
+              size_t *count)
+{
+  if (w == NULL || events == NULL || count == NULL)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  uint32_t h = aoi__idmap_get(&w->ids, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  if (w->record[h] != 0) {
+    int rc = record_to_outbox(w, h);
+    if (rc != 0)
+      return rc;
+  }
+  aoi__outbox *o = &w->outbox[h];
+  *events = o->events;
+  *count = o->count;
+  o->count = 0;
+  return 0;
+}
+
+unsigned aoi_delivery_segments(const aoi_world *w)
+{
+  return w == NULL ? 0 : w->threads;
+}
+
+/* Hands watcher h's events (backlog first, then its record) to fn. */
+static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
+                       aoi_deliver_fn fn, void *user)
+{
+  aoi__outbox *o = &w->outbox[h];
+  const aoi_event *events;
+  uint32_t n;
+  if (w->record[h] != 0) {
+    const uint32_t *rec = seg->words + (w->record[h] - 1);
+    n = record_events(rec);
+    aoi_event *room;
+    if (o->count > 0) {
+      if ((room = aoi__outbox_reserve(&w->allocator, o, n, 0)) == NULL)
+        return AOI_ENOMEM;
+      expand(w, rec, (uint32_t)w->tick, room);
+      n += o->count;
+      events = o->events;
+    } else {
+      if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
+                       &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
+        return AOI_ENOMEM;
+      expand(w, rec, (uint32_t)w->tick, seg->scratch);
+      events = seg->scratch;
+    }
+    w->record[h] = 0;
+    seg->taken++;
+  } else {
+    events = o->events;
+    n = o->count;
+  }
+  o->count = 0;
+  if (n > 0)
+    fn(user, w->idof[h], events, n);
+  return 0;
+}
+
+int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
+{
+  if (w == NULL || fn == NULL || segment >= w->threads)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  aoi__segment *seg = &w->segments[segment];
+  uint32_t tail = seg->backlog_from + seg->backlog_count;
+  while (seg->backlog_count > 0) {
+    uint32_t h = w->assigned[tail - seg->backlog_count];
+    int rc = deliver_one(w, seg, h, fn, user);
+    if (rc != 0)
+      return rc;
+    seg->backlog_count--;
+  }
+  if (seg->taken == seg->records)
+    return 0;
+  for (uint32_t at = 0; at < seg->count;) {
+    const uint32_t *rec = seg->words + at;
+    uint32_t h = rec[0];
+    if (w->record[h] == at + 1) {
+      __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
+      int rc = deliver_one(w, seg, h, fn, user);
+      if (rc != 0)
+        return rc;
+    }
+    at += AOI__RECORD_HEADER + record_events(rec);
+  }
+  return 0;
 }
 
 static int compare_entries(const void *a, const void *b)
@@ -94,47 +315,41 @@ static int compare_entries(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-int aoi__pending_update(struct aoi_world *world)
+int aoi__pending_update(aoi_world *w)
 {
-  const aoi_allocator *a = &world->allocator;
-  aoi__pending *p = &world->pending;
-  if (aoi__reserve(a, (void **)&p->scratch, &p->scratch_capacity, p->count + 1,
+  const aoi_allocator *a = &w->allocator;
+  aoi__pending *p = &w->pending;
+  uint32_t most = w->backlog_count;
+  for (unsigned i = 0; i < w->threads; i++)
+    most += w->segments[i].records - w->segments[i].taken;
+  if (aoi__reserve(a, (void **)&p->entries, &p->capacity, most + 1,
                    sizeof(aoi__pending_entry)) != 0 ||
-      aoi__reserve(a, (void **)&p->ids, &p->ids_capacity, p->count + 1,
+      aoi__reserve(a, (void **)&p->ids, &p->ids_capacity, most + 1,
                    sizeof(uint64_t)) != 0)
     return AOI_ENOMEM;
-  /* Sort what was noted since the last call and merge it in: in steady
-     state nothing is new, and this is one pass with no sort. */
-  aoi__pending_entry *tail = p->entries + p->sorted;
-  uint32_t tail_count = p->count - p->sorted;
-  if (tail_count > 1)
-    qsort(tail, tail_count, sizeof(*tail), compare_entries);
-  uint32_t i = 0, j = 0, n = 0;
-  while (i < p->sorted || j < tail_count) {
-    aoi__pending_entry e;
-    if (j == tail_count || (i < p->sorted && p->entries[i].id <= tail[j].id))
-      e = p->entries[i++];
-    else
-      e = tail[j++];
-    /* Stale: removed, or the handle now belongs to another entity, or a
-       second entry for the same watcher (its handle came back). */
-    const aoi__host_entity *h = &world->host[e.handle];
-    if (!(h->flags & AOI__LIVE) || h->id != e.id || !world->in_pending[e.handle])
-      continue;
-    if (n > 0 && p->scratch[n - 1].id == e.id)
-      continue;
-    p->scratch[n++] = e;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < w->backlog_count; i++) {
+    uint32_t h = w->backlog[i];
+    if (w->outbox[h].count > 0 && (w->host[h].flags & AOI__LIVE))
+      p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
   }
-  aoi__pending_entry *swap = p->entries;
-  uint32_t swap_capacity = p->capacity;
-  p->entries = p->scratch;
-  p->capacity = p->scratch_capacity;
-  p->scratch = swap;
-  p->scratch_capacity = swap_capacity;
-  p->count = p->sorted = n;
-  p->ids_count = 0;
-  for (uint32_t k = 0; k < n; k++)
-    if (world->outbox[p->entries[k].handle].count > 0)
-      p->ids[p->ids_count++] = p->entries[k].id;
+  for (unsigned i = 0; i < w->threads; i++) {
+    const aoi__segment *seg = &w->segments[i];
+    if (seg->taken == seg->records)
+      continue;
+    for (uint32_t at = 0; at < seg->count;) {
+      const uint32_t *rec = seg->words + at;
+      uint32_t h = rec[0];
+      /* one with a backlog is listed already */
+      if (w->record[h] == at + 1 && w->outbox[h].count == 0)
+        p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
+      at += AOI__RECORD_HEADER + record_events(rec);
+    }
+  }
+  if (n > 1)
+    qsort(p->entries, n, sizeof(*p->entries), compare_entries);
+  for (uint32_t i = 0; i < n; i++)
+    p->ids[i] = p->entries[i].id;
+  p->count = p->ids_count = n;
   return 0;
 }

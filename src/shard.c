@@ -110,12 +110,11 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
                   sizeof(aoi__ghost) * k->ghosts_out[j].capacity);
     aoi__free(a, k->handoffs_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
-    aoi__free(a, k->candidates, sizeof(aoi__candidate) * k->candidate_capacity);
+    aoi__free(a, k->candidates,
+              sizeof(aoi__candidate) * 2 * (size_t)k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
     aoi__free(a, k->work, sizeof(uint32_t) * k->work_capacity);
-    aoi__free(a, k->events, sizeof(aoi_event) * k->event_capacity);
     aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
-    aoi__free(a, k->new_pending, sizeof(uint32_t) * k->new_pending_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
   }
@@ -274,7 +273,7 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     if (e->touched != tick)
       depart(s, e);
     aoi__view_free(&w->allocator, &e->view);
-    w->mark[op->handle] = (aoi__mark){0, 0, 0};
+    w->mark[op->handle] = (aoi__mark){0, 0, 0, 0};
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
     return;
@@ -282,6 +281,20 @@ static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
     break;
   }
   set_mark(w, e);
+}
+
+/* Marks the markers whose position changed this tick: each left a
+   departure where it stood at the end of the last one. Run by the worker
+   that applied them, before any handoff carries them away. */
+static void mark_moved(aoi__worker *k, const aoi__shard *s, uint64_t tick)
+{
+  aoi__mark *mark = k->world->mark;
+  for (uint32_t i = 0; i < s->departed_count; i++) {
+    const aoi__ghost *d = &s->departed[i];
+    aoi__mark *m = &mark[d->handle];
+    if (m->x != d->x || m->y != d->y)
+      m->moved = (uint32_t)tick;
+  }
 }
 
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
@@ -426,6 +439,8 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     g.y = e->y;
     g.shard = s->index;
     g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
+    if (e->touched == tick && k->world->mark[e->handle].moved == (uint32_t)tick)
+      g.kind |= AOI__GHOST_MOVED;
     k->ghosts += send_around(k, g, reach, s->index);
   }
   for (uint32_t i = 0; i < s->departed_count; i++)
@@ -449,6 +464,8 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                        uint64_t tick)
 {
   const aoi_allocator *a = &k->world->allocator;
+  const aoi__mark *mark = k->world->mark;
+  uint32_t moved = (uint32_t)tick;
   uint32_t n = s->count + s->ghost_count;
   int rc = aoi__reserve(a, (void **)&s->items, &s->items_capacity, n + 1,
                         sizeof(aoi__grid_item));
@@ -464,8 +481,11 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->layers = e->layers;
     it->slot = i;
     it->info = AOI__ENTRY_OWNED;
-    if (e->flags & AOI_MARKER)
+    if (e->flags & AOI_MARKER) {
       it->info |= AOI__ENTRY_MARKER;
+      if (e->touched == tick && mark[e->handle].moved == moved)
+        it->info |= AOI__ENTRY_MOVED;
+    }
     if (e->flags & AOI_WATCHER)
       it->info |= AOI__ENTRY_WATCHER;
     if (e->changed == tick)
@@ -486,22 +506,27 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                : (g->kind & AOI__GHOST_CHANGED)
                    ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
                    : AOI__ENTRY_MARKER;
+    if (g->kind & AOI__GHOST_MOVED)
+      it->info |= AOI__ENTRY_MOVED;
   }
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
 
-/* One membership bit per handle, all clear. */
+/* Two bits per handle, in two bitsets, all clear between watchers: held by
+   the view being computed (member), and, for a held marker the scan found,
+   whether it moved. Membership is then one load from a small array. */
 static int reserve_members(aoi__worker *k)
 {
   uint32_t old = k->member_words;
-  uint32_t need = (k->world->handle_count + 63) / 64;
+  uint32_t need = 2 * ((k->world->handle_count + 63) / 64);
   if (need <= old)
     return 0;
-  int rc = aoi__reserve(&k->world->allocator, (void **)&k->member,
-                        &k->member_words, need, sizeof(uint64_t));
-  if (rc != 0)
-    return rc;
-  memset(k->member + old, 0, sizeof(uint64_t) * (k->member_words - old));
+  uint64_t *bits = aoi__calloc(&k->world->allocator, sizeof(uint64_t) * need);
+  if (bits == NULL)
+    return AOI_ENOMEM;
+  aoi__free(&k->world->allocator, k->member, sizeof(uint64_t) * old);
+  k->member = bits;
+  k->member_words = need;
   return 0;
 }
 
@@ -520,42 +545,50 @@ static inline void clear_member(aoi__worker *k, uint32_t h)
   k->member[h / 64] &= ~((uint64_t)1 << (h % 64));
 }
 
-static void clear_members(aoi__worker *k, const aoi__seen *items, uint32_t v)
+/* The second bitset lies after the first. */
+static inline void set_moved(aoi__worker *k, uint32_t h)
 {
-  for (uint32_t i = 0; i < v; i++)
-    clear_member(k, items[i].handle);
+  k->member[k->member_words / 2 + h / 64] |= (uint64_t)1 << (h % 64);
+}
+
+static inline bool take_moved(aoi__worker *k, uint32_t h)
+{
+  uint64_t *word = &k->member[k->member_words / 2 + h / 64];
+  uint64_t bit = (uint64_t)1 << (h % 64);
+  bool was = (*word & bit) != 0;
+  *word &= ~bit;
+  return was;
 }
 
 /* Sorts enters by id in place, without allocating: insertion sort for the
-   usual handful, heapsort for a first tick's crowd. */
-static void sift_down(aoi__candidate *c, uint32_t at, uint32_t n)
+   usual handful, an LSD radix sort on the bytes that differ for a crowd
+   (a first tick among thousands), with `spare` as its second buffer. */
+static void sort_by_id(aoi__candidate *c, uint32_t n, aoi__candidate *spare)
 {
-  aoi__candidate v = c[at];
-  for (;;) {
-    uint32_t child = 2 * at + 1;
-    if (child >= n)
-      break;
-    if (child + 1 < n && c[child + 1].id > c[child].id)
-      child++;
-    if (c[child].id <= v.id)
-      break;
-    c[at] = c[child];
-    at = child;
-  }
-  c[at] = v;
-}
-
-static void sort_by_id(aoi__candidate *c, uint32_t n)
-{
-  if (n > 32) {
-    for (uint32_t i = n / 2; i-- > 0;)
-      sift_down(c, i, n);
-    for (uint32_t end = n; end-- > 1;) {
-      aoi__candidate top = c[0];
-      c[0] = c[end];
-      c[end] = top;
-      sift_down(c, 0, end);
+  if (n > 64 && spare != NULL) {
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (uint32_t i = 0; i < n; i++) {
+      all_or |= c[i].id;
+      all_and &= c[i].id;
     }
+    uint64_t differ = all_or ^ all_and;
+    aoi__candidate *from = c, *to = spare;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+      if (((differ >> shift) & 0xff) == 0)
+        continue;
+      uint32_t count[257] = {0};
+      for (uint32_t i = 0; i < n; i++)
+        count[((from[i].id >> shift) & 0xff) + 1]++;
+      for (unsigned b = 0; b < 256; b++)
+        count[b + 1] += count[b];
+      for (uint32_t i = 0; i < n; i++)
+        to[count[(from[i].id >> shift) & 0xff]++] = from[i];
+      aoi__candidate *swap = from;
+      from = to;
+      to = swap;
+    }
+    if (from != c)
+      memcpy(c, from, sizeof(*c) * n);
     return;
   }
   for (uint32_t i = 1; i < n; i++) {
@@ -593,81 +626,68 @@ static uint32_t within_run(const aoi__shape *shape, const aoi__grid *g,
   return found;
 }
 
-/* Appends to k->candidates the entries [begin, end) of the grid that enter
-   the view of watcher e: markers within its radius that the view does not
-   hold. Returns false when the candidates cannot grow. */
-static bool find_enters(aoi__worker *k, const aoi__entity *e,
-                        const aoi__grid *g, uint32_t begin, uint32_t end,
-                        uint32_t *n)
+/* Room for one more candidate; false when it cannot grow. The spare half
+   (for the radix sort) grows with it. */
+static bool reserve_candidate(aoi__worker *k, uint32_t n)
 {
-  enum { BLOCK = 256 };
-  uint32_t hits[BLOCK];
-  for (uint32_t at = begin; at < end; at += BLOCK) {
-    uint32_t len = end - at < BLOCK ? end - at : BLOCK;
-    uint32_t found = within_run(&k->world->shape, g, at, len, e->x, e->y,
-                                e->radius, hits);
-    for (uint32_t f = 0; f < found; f++) {
-      uint32_t i = hits[f];
-      if (!(g->info[i] & AOI__ENTRY_MARKER) ||
-          (g->layers[i] & e->interest) == 0 || g->handle[i] == e->handle ||
-          is_member(k, g->handle[i]))
-        continue;
-      if (*n == k->candidate_capacity &&
-          aoi__reserve(&k->world->allocator, (void **)&k->candidates,
-                       &k->candidate_capacity, *n + 1,
-                       sizeof(aoi__candidate)) != 0)
-        return false;
-      aoi__candidate *c = &k->candidates[(*n)++];
-      c->id = g->id[i];
-      c->handle = g->handle[i];
-      c->x = g->x[i];
-      c->y = g->y[i];
-    }
-  }
+  if (n < k->candidate_capacity)
+    return true;
+  const aoi_allocator *a = &k->world->allocator;
+  uint32_t old = k->candidate_capacity;
+  uint32_t cap = old ? old * 2 : 64;
+  aoi__candidate *c = aoi__alloc(a, sizeof(aoi__candidate) * 2 * (size_t)cap);
+  if (c == NULL)
+    return false;
+  if (n > 0)
+    memcpy(c, k->candidates, sizeof(aoi__candidate) * n);
+  aoi__free(a, k->candidates, sizeof(aoi__candidate) * 2 * (size_t)old);
+  k->candidates = c;
+  k->candidate_capacity = cap;
   return true;
 }
 
-/* Merges `n` enters (by id) into the view's first `kept` entries (by id),
-   in place from the back; the view has room for kept + n. */
-static void merge_enters(aoi__view *view, uint32_t kept,
-                         const aoi__candidate *enters, uint32_t n)
+static inline aoi__candidate *spare_candidates(aoi__worker *k)
 {
-  uint64_t *ids = view->ids;
-  aoi__seen *items = aoi__view_items(view);
+  return k->candidates + k->candidate_capacity;
+}
+
+/* Merges `n` enters (by id) into the view's first `kept` handles (by id,
+   read from idof), in place from the back; the view has room for both. */
+static void merge_enters(aoi__view *view, uint32_t kept,
+                         const aoi__candidate *enters, uint32_t n,
+                         const uint64_t *idof)
+{
+  uint32_t *hs = view->handles;
   uint32_t i = kept, j = n, to = kept + n;
   while (j > 0) {
     to--;
-    if (i > 0 && ids[i - 1] > enters[j - 1].id) {
-      i--;
-      ids[to] = ids[i];
-      items[to] = items[i];
-    } else {
-      const aoi__candidate *c = &enters[--j];
-      ids[to] = c->id;
-      items[to] = (aoi__seen){c->handle, c->x, c->y};
-    }
+    if (i > 0 && idof[hs[i - 1]] > enters[j - 1].id)
+      hs[to] = hs[--i];
+    else
+      hs[to] = enters[--j].handle;
   }
   view->count = kept + n;
 }
 
 void aoi__view_free(const aoi_allocator *a, aoi__view *view)
 {
-  aoi__free(a, view->ids, aoi__view_bytes(view->capacity));
+  aoi__free(a, view->handles, sizeof(uint32_t) * view->capacity);
   memset(view, 0, sizeof(*view));
 }
 
-uint32_t aoi__view_find(const aoi__view *view, uint64_t id)
+uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+                        uint64_t id)
 {
-  const uint64_t *ids = view->ids;
+  const uint32_t *hs = view->handles;
   uint32_t lo = 0, hi = view->count;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    if (ids[mid] < id)
+    if (idof[hs[mid]] < id)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo < view->count && ids[lo] == id ? lo : view->count;
+  return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
 }
 
 /* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
@@ -678,158 +698,231 @@ static int view_reserve(const aoi_allocator *a, aoi__view *view,
   if (need <= view->capacity)
     return 0;
   uint32_t capacity = aoi__roomy(need, hint);
-  if (capacity > UINT32_MAX / aoi__view_bytes(1))
-  return AOI_ENOMEM;
-  aoi__view bigger = {NULL, view->count, capacity};
-  bigger.ids = aoi__alloc(a, aoi__view_bytes(bigger.capacity));
-  if (bigger.ids == NULL)
-  return AOI_ENOMEM;
-  if (view->count > 0) {
-    memcpy(bigger.ids, view->ids, sizeof(uint64_t) * view->count);
-    memcpy(aoi__view_items(&bigger), aoi__view_items(view),
-           sizeof(aoi__seen) * view->count);
-  }
-  aoi__view_free(a, view);
-  *view = bigger;
+  uint32_t *bigger = aoi__realloc(a, view->handles,
+                                  sizeof(uint32_t) * view->capacity,
+                                  sizeof(uint32_t) * capacity);
+  if (bigger == NULL)
+    return AOI_ENOMEM;
+  view->handles = bigger;
+  view->capacity = capacity;
   return 0;
 }
 
-/* Makes room for `count` events in e's outbox and for its new view, and
-   notes e as pending if its outbox was empty. NULL when out of memory (then
-   nothing changed). */
-static aoi_event *reserve_output(aoi__worker *k, aoi__entity *e,
-                                 uint32_t count, uint32_t view_size,
-                                 uint32_t hint)
+/* The growth hint of a view: room for 2/3 of the entries of the scanned
+   block or 1.5x the worker's mean view, but at most 4x what it needs, so
+   that the ups and downs of density do not make it grow again and again. */
+static uint32_t view_hint(const aoi__worker *k, uint32_t block, uint32_t need)
 {
-  const aoi_allocator *a = &k->world->allocator;
-  aoi__outbox *outbox = &k->world->outbox[e->handle];
-  aoi_event *out;
-  if (view_reserve(a, &e->view, view_size, hint) != 0 ||
-      (out = aoi__outbox_reserve(a, outbox, count, hint)) == NULL ||
-      (outbox->count == 0 &&
-       aoi__reserve(a, (void **)&k->new_pending, &k->new_pending_capacity,
-                    k->new_pending_count + 1, sizeof(uint32_t)) != 0))
-    return NULL;
-  return out;
-}
-
-/* Counts `total` events written at the end of e's outbox. */
-static void commit_output(aoi__worker *k, aoi__entity *e, uint32_t total)
-{
-  aoi__outbox *outbox = &k->world->outbox[e->handle];
-  if (total == 0)
-    return;
-  if (outbox->count == 0)
-    k->new_pending[k->new_pending_count++] = e->handle;
-  outbox->count += total;
-  k->events_made += total;
-}
-
-/* Computes one watcher's events and new view from scratch. Returns 0 or
-   AOI_ENOMEM. Every allocation comes before any change: on failure the
-   watcher keeps its view and gets no events this tick, and its next tick's
-   diff covers both ticks.
-
-   Its view holds (id, handle, the position it was last told), by id. Each
-   entry is checked against the marker's current mark: a leave when it is
-   gone, out of reach (hysteresis included) or no longer of interest, else
-   kept, with a move when it is not where the watcher was told. Enters come
-   from the grid: markers within the radius whose handle the view does not
-   hold. */
-static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                         uint64_t tick)
-{
-  aoi_world *w = k->world;
-  const aoi__shape *shape = &w->shape;
-  aoi__view *view = &e->view;
-  const aoi__seen *seen = aoi__view_items(view);
-  uint32_t v = view->count;
-  for (uint32_t i = 0; i < v; i++)
-    set_member(k, seen[i].handle);
-
-  double box[4];
-  uint32_t r[4], n = 0;
-  aoi__reach_box(shape, e->x, e->y, e->radius, box);
-  aoi__grid_range(g, box, r);
-  uint32_t block = 0; /* entries in the scanned rows */
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
-    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
-    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
-    block += end - begin;
-    if (!find_enters(k, e, g, begin, end, &n)) {
-      clear_members(k, seen, v);
-      return AOI_ENOMEM;
-    }
-  }
-  if (v + n == 0) {
-    e->stale = false;
-    return 0;
-  }
-  aoi__candidate *enters = k->candidates;
-  sort_by_id(enters, n);
-  /* A view or outbox that grows takes room for 2/3 of the entries of the
-     scanned block (with a cell as wide as the reach, about twice the
-     expected view) or for 1.5x the worker's mean view, but at most 4x
-     what it needs: the ups and downs of density (a walk away from the
-     map's edge, into a crowd) then do not make it grow again and again. */
-  uint32_t hint = block / 3 * 2, most = 4 * (v + n) + 16;
+  uint32_t hint = block / 3 * 2, most = 4 * need + 16;
   uint64_t sizes = k->view_sum + k->last_view_sum;
   uint64_t views = k->view_n + k->last_view_n;
   uint32_t mean = views > 0 ? (uint32_t)(sizes / views) : 0;
   uint32_t usual = mean + mean / 2;
   hint = hint > usual ? hint : usual;
-  hint = hint < most ? hint : most;
-  aoi_event *out;
-  if (aoi__reserve(&w->allocator, (void **)&k->events, &k->event_capacity,
-                   v + 1, sizeof(aoi_event)) != 0 ||
-      (out = reserve_output(k, e, v + n, v + n, hint)) == NULL) {
-    /* the view may have grown (and moved) before the outbox failed */
-    clear_members(k, aoi__view_items(view), v);
-    return AOI_ENOMEM;
-  }
-  AOI__STRESS();
-  uint64_t *ids = view->ids;
-  aoi__seen *items = aoi__view_items(view);
+  return hint < most ? hint : most;
+}
 
-  /* Leaves go straight to the outbox, moves to k->events until the enters
-     are in; kept entries close up in place. */
+/* Room in this worker's segment for a record of up to `events` events, or
+   NULL (then nothing changed). The record is written there, then kept by
+   commit_record. */
+static uint32_t *reserve_record(aoi__worker *k, uint32_t events)
+{
+  aoi__segment *seg = &k->world->segments[k->index];
+  uint64_t need = (uint64_t)seg->count + AOI__RECORD_HEADER + events;
+  if (need > UINT32_MAX / 2 ||
+      aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
+                         &seg->capacity, (uint32_t)need,
+                         sizeof(uint32_t)) != 0)
+    return NULL;
+  return seg->words + seg->count;
+}
+
+/* Keeps the record just written for watcher e, if it holds any event. */
+static void commit_record(aoi__worker *k, const aoi__entity *e, uint32_t nl,
+                          uint32_t ne, uint32_t nm)
+{
+  uint32_t total = nl + ne + nm;
+  if (total == 0)
+    return;
+  aoi__segment *seg = &k->world->segments[k->index];
+  uint32_t *rec = seg->words + seg->count;
+  rec[0] = e->handle;
+  rec[1] = nl;
+  rec[2] = ne;
+  rec[3] = nm;
+  k->world->record[e->handle] = seg->count + 1;
+  seg->count += AOI__RECORD_HEADER + total;
+  seg->records++;
+  k->events_made += total;
+}
+
+/* A watcher whose view cannot be computed from the grid (its shard missed a
+   ghost or has no index): its leaves and moves come from the marks, which
+   are exact; its enters wait for a tick that scans. */
+static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count, *hs = view->handles;
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  uint32_t *rec = reserve_record(k, v);
+  if (rec == NULL)
+    return AOI_ENOMEM;
+  if (aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity, v + 1,
+                   sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
   const aoi__mark *mark = w->mark;
   double outer = (double)e->radius + w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
-  uint32_t stamp = (uint32_t)tick;
-  aoi_event *moves = k->events;
+  uint32_t *leaves = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
-    uint64_t id = ids[i];
-    aoi__seen s = items[i];
-    clear_member(k, s.handle);
-    if (i + 8 < v)
-      __builtin_prefetch(&mark[items[i + 8].handle]);
-    const aoi__mark *m = &mark[s.handle];
+    uint32_t h = hs[i];
+    const aoi__mark *m = &mark[h];
     if ((m->layers & e->interest) == 0 ||
-        !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
-      aoi__put_event(&out[nl++], (aoi_event){id, 0, 0, AOI_LEAVE, stamp});
+        !aoi__within(&w->shape, e->x, e->y, m->x, m->y, outer)) {
+      leaves[nl++] = h;
       continue;
     }
-    if (move_events && (m->x != s.x || m->y != s.y)) {
-      moves[nm++] = (aoi_event){id, m->x, m->y, AOI_MOVE, stamp};
-      s.x = m->x;
-      s.y = m->y;
-    }
-    ids[kept] = id;
-    items[kept++] = s;
+    if (move_events && (resync || m->moved == (uint32_t)tick))
+      moves[nm++] = h;
+    hs[kept++] = h;
   }
-  for (uint32_t j = 0; j < n; j++)
-    aoi__put_event(&out[nl + j], (aoi_event){enters[j].id, enters[j].x,
-                                             enters[j].y, AOI_ENTER, stamp});
-  for (uint32_t q = 0; q < nm; q++)
-    aoi__put_event(&out[nl + n + q], moves[q]);
-  merge_enters(view, kept, enters, n);
-  commit_output(k, e, nl + n + nm);
-  e->stale = false;
+  memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
+  view->count = kept;
+  commit_record(k, e, nl, 0, nm);
+  e->stale = AOI__STALE_WHOLE;
+  return 0;
+}
+
+/* Computes one watcher's events and new view from a scan of the grid.
+   Every marker of interest within its outer reach (radius plus hysteresis)
+   is met once: one its view holds is kept (and told if it moved), one it
+   does not hold enters if it lies within the radius itself. What the view
+   holds and the scan did not meet leaves. Leaves and moves come out in the
+   view's order (by id), the enters are sorted. Returns 0 or AOI_ENOMEM:
+   when the record cannot be stored the watcher keeps its view and gets no
+   event (a resync next tick); when only its enters cannot be stored, they
+   wait for the next tick (and the worker reports AOI_ENOMEM). */
+static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                         uint64_t tick)
+{
+  (void)tick;
+  aoi_world *w = k->world;
+  const aoi__shape *shape = &w->shape;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  const uint32_t *held = view->handles;
+  for (uint32_t i = 0; i < v; i++)
+    set_member(k, held[i]);
+
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  bool hysteresis = outer != inner;
+  uint32_t interest = e->interest, self = e->handle;
+  double box[4];
+  uint32_t r[4], n = 0, block = 0;
+  bool complete = true;
+  aoi__reach_box(shape, e->x, e->y, outer, box);
+  aoi__grid_range(g, box, r);
+  enum { BLOCK = 256 };
+  uint32_t hits[BLOCK];
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    block += end - begin;
+    for (uint32_t at = begin; at < end; at += BLOCK) {
+      uint32_t len = end - at < BLOCK ? end - at : BLOCK;
+      uint32_t found = within_run(shape, g, at, len, e->x, e->y, outer, hits);
+      for (uint32_t f = 0; f < found; f++) {
+        uint32_t i = hits[f];
+        uint32_t h = g->handle[i];
+        if (!(g->info[i] & AOI__ENTRY_MARKER) ||
+            (g->layers[i] & interest) == 0 || h == self)
+          continue;
+        if (is_member(k, h)) {
+          clear_member(k, h); /* met: kept */
+          if (g->info[i] & AOI__ENTRY_MOVED)
+            set_moved(k, h);
+          continue;
+        }
+        if (hysteresis &&
+            !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+          continue;
+        if (!complete || !reserve_candidate(k, n)) {
+          complete = false;
+          continue;
+        }
+        k->candidates[n++] = (aoi__candidate){g->id[i], h};
+      }
+    }
+  }
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  if (!complete)
+    n = 0;
+  uint32_t *rec = NULL;
+  if (v + n > 0 &&
+      ((rec = reserve_record(k, v + n)) == NULL ||
+       aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
+                    v + 1, sizeof(uint32_t)) != 0)) {
+    /* keep the view; the bits go back to clear */
+    for (uint32_t i = 0; i < v; i++) {
+      clear_member(k, held[i]);
+      take_moved(k, held[i]);
+    }
+    return AOI_ENOMEM;
+  }
+  if (n > 0 &&
+      view_reserve(&w->allocator, view, v + n, view_hint(k, block, v + n)) != 0) {
+    complete = false;
+    n = 0;
+  }
+  uint32_t *hs = view->handles; /* may have moved */
+  bool move_events = w->config.move_events != 0;
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    if (is_member(k, h)) { /* not met: it leaves */
+      clear_member(k, h);
+      out[nl++] = h;
+      continue;
+    }
+    if (take_moved(k, h) | resync) {
+      if (move_events)
+        moves[nm++] = h;
+    }
+    hs[kept++] = h;
+  }
+  if (n > 0) {
+    aoi__candidate *enters = k->candidates;
+    sort_by_id(enters, n, spare_candidates(k));
+    for (uint32_t j = 0; j < n; j++)
+      out[nl + j] = enters[j].handle;
+    merge_enters(view, kept, enters, n, w->idof);
+  } else {
+    view->count = kept;
+  }
+  memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  if (v + n > 0)
+    commit_record(k, e, nl, n, nm);
   k->view_sum += view->count;
   k->view_n++;
+  if (!complete) {
+    fail(k, AOI_ENOMEM);
+    e->stale = AOI__STALE_WHOLE; /* its enters come next tick */
+    return 0;
+  }
+  e->stale = 0;
   return 0;
+}
+
+#define HIT_LEAVE (1u << 31)
+
+/* Clears the membership bits of the first nh hits. */
+static void clear_hits(aoi__worker *k, const uint32_t *hs, uint32_t nh)
+{
+  for (uint32_t q = 0; q < nh; q++)
+    clear_member(k, hs[k->hits[q] & ~HIT_LEAVE]);
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -842,15 +935,6 @@ static void sort_u32(uint32_t *a, uint32_t n)
     }
     a[j] = v;
   }
-}
-
-#define HIT_LEAVE (1u << 31)
-
-/* Clears the membership bits of the first nh hits. */
-static void clear_hits(aoi__worker *k, const aoi__seen *seen, uint32_t nh)
-{
-  for (uint32_t q = 0; q < nh; q++)
-    clear_member(k, seen[k->hits[q] & ~HIT_LEAVE].handle);
 }
 
 /* Computes the events of a watcher that did not change this tick and whose
@@ -867,8 +951,9 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   const aoi_allocator *a = &w->allocator;
   const aoi__shape *shape = &w->shape;
   const aoi__mark *mark = w->mark;
+  const uint64_t *idof = w->idof;
   aoi__view *view = &e->view;
-  const aoi__seen *seen = aoi__view_items(view);
+  const uint32_t *held = view->handles;
   uint32_t v = view->count;
   double inner = e->radius, outer = inner + w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
@@ -893,8 +978,8 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           uint32_t h = g->handle[i];
           if (h == e->handle || is_member(k, h))
             continue;
-          uint32_t p = aoi__view_find(view, g->id[i]);
-          if (p < v && seen[p].handle == h) {
+          uint32_t p = aoi__view_find(view, idof, g->id[i]);
+          if (p < v && held[p] == h) {
             /* held: it leaves or moves (a hit is taken once, though a
                marker may be met as marker and as departure) */
             const aoi__mark *m = &mark[h];
@@ -902,14 +987,14 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
             if ((m->layers & e->interest) == 0 ||
                 !aoi__within(shape, e->x, e->y, m->x, m->y, outer))
               hit = p | HIT_LEAVE;
-            else if (move_events && (m->x != seen[p].x || m->y != seen[p].y))
+            else if (move_events && m->moved == (uint32_t)tick)
               hit = p;
             else
               continue;
             if (nh == k->hit_capacity &&
                 aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                              sizeof(uint32_t)) != 0) {
-              clear_hits(k, seen, nh);
+              clear_hits(k, held, nh);
               return AOI_ENOMEM;
             }
             set_member(k, h);
@@ -921,47 +1006,35 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
               !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
             continue;
-          if (n == k->candidate_capacity &&
-              aoi__reserve(a, (void **)&k->candidates, &k->candidate_capacity,
-                           n + 1, sizeof(aoi__candidate)) != 0) {
-            clear_hits(k, seen, nh);
+          if (!reserve_candidate(k, n)) {
+            clear_hits(k, held, nh);
             return AOI_ENOMEM;
           }
-          k->candidates[n++] =
-              (aoi__candidate){g->id[i], h, g->x[i], g->y[i]};
+          k->candidates[n++] = (aoi__candidate){g->id[i], h};
         }
       }
     }
-  clear_hits(k, seen, nh);
+  clear_hits(k, held, nh);
   if (nh + n == 0)
     return 0;
-  aoi__candidate *enters = k->candidates;
-  sort_by_id(enters, n);
-  uint32_t *hits = k->hits;
-  aoi_event *out = reserve_output(k, e, nh + n, v - nl + n, 0);
-  if (out == NULL)
+  uint32_t *rec = reserve_record(k, nh + n);
+  if (rec == NULL || view_reserve(a, view, v - nl + n, 0) != 0)
     return AOI_ENOMEM;
   AOI__STRESS();
-  uint64_t *ids = view->ids;
-  aoi__seen *items = aoi__view_items(view);
-  uint32_t stamp = (uint32_t)tick;
+  aoi__candidate *enters = k->candidates;
+  sort_by_id(enters, n, spare_candidates(k));
+  uint32_t *hs = view->handles, *hits = k->hits;
+  uint32_t *out = rec + AOI__RECORD_HEADER;
   /* Each view index is hit once: sorted, the moves come by index (so by
      id), then the leaves, which carry the high bit. */
   sort_u32(hits, nh);
   uint32_t nm = nh - nl;
   for (uint32_t q = 0; q < nl; q++)
-    out[q] = (aoi_event){ids[hits[nm + q] & ~HIT_LEAVE], 0, 0, AOI_LEAVE,
-                         stamp};
+    out[q] = hs[hits[nm + q] & ~HIT_LEAVE];
   for (uint32_t j = 0; j < n; j++)
-    out[nl + j] = (aoi_event){enters[j].id, enters[j].x, enters[j].y,
-                              AOI_ENTER, stamp};
-  for (uint32_t q = 0; q < nm; q++) {
-    aoi__seen *s = &items[hits[q]];
-    const aoi__mark *m = &mark[s->handle];
-    s->x = m->x;
-    s->y = m->y;
-    out[nl + n + q] = (aoi_event){ids[hits[q]], m->x, m->y, AOI_MOVE, stamp};
-  }
+    out[nl + j] = enters[j].handle;
+  for (uint32_t q = 0; q < nm; q++)
+    out[nl + n + q] = hs[hits[q]];
   uint32_t kept = v;
   if (nl > 0) {
     /* close up the leaves, which are by index */
@@ -971,34 +1044,36 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         q++;
         continue;
       }
-      ids[to] = ids[i];
-      items[to++] = items[i];
+      hs[to++] = hs[i];
     }
     kept = to;
   }
-  merge_enters(view, kept, enters, n);
-  commit_output(k, e, nh + n);
+  merge_enters(view, kept, enters, n, idof);
+  commit_record(k, e, nl, n, nm);
   return 0;
 }
 
-/* A watcher whose compute fails keeps its view, which is then stale. */
+/* A watcher whose record cannot be stored keeps its view and is resynced
+   by its next compute; one whose enters wait is scanned whole next tick. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
-  int rc = e->changed == tick || e->stale ? compute_whole(k, e, g, tick)
-                                          : compute_changes(k, e, g, tick);
+  int rc = g == NULL ? compute_marks(k, e, tick)
+           : e->changed == tick || e->stale ? compute_whole(k, e, g, tick)
+                                            : compute_changes(k, e, g, tick);
   if (rc != 0) {
     fail(k, rc);
-    e->stale = true;
+    e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
   }
 }
 
-/* Every owned watcher of the shard keeps its view this tick. */
-static void hold_views(aoi__shard *s)
+/* Every owned watcher of a shard that cannot scan: leaves and moves from
+   the marks, enters later. */
+static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   for (uint32_t i = 0; i < s->count; i++)
     if (s->entities[i].flags & AOI_WATCHER)
-      s->entities[i].stale = true;
+      compute_watcher(k, &s->entities[i], NULL, tick);
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -1007,17 +1082,16 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
   uint64_t started = aoi__now_ns();
   int rc = index_shard(k, s, cmd->cell_size, cmd->tick);
   if (rc != 0) {
-    /* No index: queries see this shard as empty until the next tick, and
-       its watchers keep their views. */
+    /* No index: queries see this shard as empty until the next tick. */
     fail(k, rc);
     s->grid.count = 0;
     s->grid.width = s->grid.height = 0;
-    hold_views(s);
+    compute_from_marks(k, s, cmd->tick);
     return;
   }
   const aoi__grid *g = &s->grid;
   if (s->degraded) {
-    hold_views(s); /* indexed for queries; its watchers keep their views */
+    compute_from_marks(k, s, cmd->tick); /* indexed for queries */
     return;
   }
   if ((rc = reserve_members(k)) != 0 ||
@@ -1025,16 +1099,17 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
                          &k->work_capacity, g->count + 1,
                          sizeof(uint32_t))) != 0) {
     fail(k, rc);
-    hold_views(s);
+    compute_from_marks(k, s, cmd->tick);
     return;
   }
   /* The watchers with work: those that changed or missed a tick, and those
-     with a changed marker or a departure within the largest reach. The
+     with a changed marker or a departure within their own reach. The
      others keep their views untouched: nothing they see changed. */
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
   uint32_t *work = k->work, nw = 0;
   uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
                                                         g->width - 1);
+  double hysteresis = k->world->config.hysteresis;
   for (uint32_t i = 0; i < end; i++) {
     uint32_t info = g->info[i];
     if ((info & want) != want)
@@ -1042,8 +1117,8 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
       double box[4];
       uint32_t r[4];
-      aoi__reach_box(&k->world->shape, g->x[i], g->y[i], cmd->watch_reach,
-                     box);
+      double reach = (double)s->entities[g->slot[i]].radius + hysteresis;
+      aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
       aoi__grid_range(g, box, r);
       if (aoi__grid_dirty(g, r) == 0)
         continue;
@@ -1051,19 +1126,15 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     work[nw++] = i;
   }
   for (uint32_t j = 0; j < nw; j++) {
-    /* Views, outboxes and entities are scattered: fetch ahead. */
+    /* Views and entities are scattered: fetch ahead. */
     if (j + 8 < nw)
       __builtin_prefetch(&s->entities[g->slot[work[j + 8]]]);
     if (j + 4 < nw) {
       const aoi__entity *ahead = &s->entities[g->slot[work[j + 4]]];
-      const char *ids = (const char *)ahead->view.ids;
-      const char *items = (const char *)aoi__view_items(&ahead->view);
+      const char *hs = (const char *)ahead->view.handles;
       size_t n = ahead->view.count;
-      for (size_t at = 0; at < sizeof(uint64_t) * n && at < 512; at += 64)
-        __builtin_prefetch(ids + at);
-      for (size_t at = 0; at < sizeof(aoi__seen) * n && at < 768; at += 64)
-        __builtin_prefetch(items + at);
-      __builtin_prefetch(&k->world->outbox[ahead->handle]);
+      for (size_t at = 0; at < sizeof(uint32_t) * n && at < 512; at += 64)
+        __builtin_prefetch(hs + at);
     }
     compute_watcher(k, &s->entities[g->slot[work[j]]], g, cmd->tick);
   }
@@ -1085,8 +1156,10 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
     w->shards[s].degraded = false;
 
   uint64_t t0 = aoi__now_ns();
-  for (unsigned s = k->index; s < w->shard_count; s += w->threads)
+  for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
     apply_ops(k, &w->shards[s], cmd->tick);
+    mark_moved(k, &w->shards[s], cmd->tick);
+  }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     find_handoffs(k, &w->shards[s], cmd->relayout);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
@@ -1154,7 +1227,7 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
     if (!(e->flags & AOI_WATCHER) && e->view.count != 0)
       return false;
     for (uint32_t j = 1; j < e->view.count; j++)
-      if (e->view.ids[j - 1] >= e->view.ids[j])
+      if (w->idof[e->view.handles[j - 1]] >= w->idof[e->view.handles[j]])
         return false;
   }
   return s->grid.width == 0 || aoi__grid_valid(&s->grid);

@@ -223,6 +223,11 @@ static void world_free(aoi_world *w)
       aoi__ring_destroy(a, w->peer[i]);
     aoi__free(a, w->peer, sizeof(aoi__ring *) * w->threads * w->threads);
   }
+  if (w->segments != NULL) {
+    for (unsigned i = 0; i < w->threads; i++)
+      aoi__segment_free(a, &w->segments[i]);
+    aoi__free(a, w->segments, sizeof(aoi__segment) * w->threads);
+  }
   aoi__host_free(w); /* before the shards: it empties their op rings */
   if (w->shards != NULL) {
     for (unsigned i = 0; i < w->shard_count; i++)
@@ -297,7 +302,8 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     goto fail;
   rc = AOI_ENOMEM;
   w->workers = aoi__calloc(a, sizeof(aoi__worker) * w->threads);
-  if (w->workers == NULL)
+  w->segments = aoi__calloc(a, sizeof(aoi__segment) * w->threads);
+  if (w->workers == NULL || w->segments == NULL)
     goto fail;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];

@@ -1017,7 +1017,7 @@ static double view_bytes(void)
   for (unsigned s = 0; s < w->shard_count; s++)
     for (uint32_t i = 0; i < w->shards[s].count; i++)
       total += (double)w->shards[s].entities[i].view.capacity *
-               sizeof(aoi__seen);
+               sizeof(uint32_t);
   return total;
 }
 
