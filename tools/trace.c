@@ -11,11 +11,15 @@
  *   starts with '#', or that has no field, is TRACE_NONE;
  * - an id is 1+ decimal digits, at most UINT64_MAX; a mask is 1+ decimal
  *   digits or 0x/0X and 1+ hex digits, at most 0xffffffff;
- * - a float is what strtod reads from the whole field, then rounded to float,
- *   so "nan", "inf" or "1e999" are numbers here and the API rejects them;
- * - a config value must be finite once rounded to float (the world stores
- *   floats), and the stored v[] is that rounded value; max-radius and
- *   hysteresis >= 0, a cell size > 0;
+ * - a float is a decimal: an optional sign, then digits with at most one
+ *   '.' (at least one digit in all), then an optional exponent 'e'/'E', an
+ *   optional sign and 1+ digits; or, after the optional sign, "nan", "inf"
+ *   or "infinity" in any case. Nothing else: no hex float, no "nan(...)",
+ *   no digit separator, no blank inside. The scanner checks that grammar,
+ *   then strtof rounds the text once to the nearest float, so "nan", "inf"
+ *   or "1e39" are numbers here and the API rejects them;
+ * - a config value must be finite (the world stores floats), and the stored
+ *   v[] is that float; max-radius and hysteresis >= 0, a cell size > 0;
  * - *cmd is written only on success.
  */
 #include "trace.h"
@@ -120,40 +124,85 @@ static int parse_mask(const trace_field *field, uint32_t *out) {
   return 0;
 }
 
-/* strtod over the whole field. The characters that end a field (blank, '\r',
-   NUL) are never part of a number, so strtod stops at the field's end when
-   the field is one number, and earlier when it is not. */
-static int parse_double(const trace_field *field, double *out) {
+/* Whether the field, from `i` on, is `word` in any case (ASCII). */
+static int rest_is_word(const trace_field *field, size_t i, const char *word) {
+  size_t length = strlen(word);
+
+  if (field->length - i != length)
+    return 0;
+  for (size_t k = 0; k < length; k++) {
+    char c = field->start[i + k];
+    if (c >= 'A' && c <= 'Z')
+      c = (char)(c - 'A' + 'a');
+    if (c != word[k])
+      return 0;
+  }
+  return 1;
+}
+
+static size_t skip_digits(const trace_field *field, size_t i) {
+  while (i < field->length && field->start[i] >= '0' && field->start[i] <= '9')
+    i++;
+  return i;
+}
+
+/* Whether the whole field is a decimal float of the trace format (see the
+   top of this file). strtof alone would also take hex floats, "nan(...)"
+   and, in another locale, another radix character. */
+static int is_decimal_float(const trace_field *field) {
+  size_t i = 0;
+
+  if (i < field->length && (field->start[i] == '+' || field->start[i] == '-'))
+    i++;
+  if (rest_is_word(field, i, "nan") || rest_is_word(field, i, "inf") ||
+      rest_is_word(field, i, "infinity"))
+    return 1;
+  size_t first = i;
+  i = skip_digits(field, i);
+  size_t digits = i - first;
+  if (i < field->length && field->start[i] == '.') {
+    size_t fraction = i + 1;
+    i = skip_digits(field, fraction);
+    digits += i - fraction;
+  }
+  if (digits == 0)
+    return 0;
+  if (i < field->length && (field->start[i] == 'e' || field->start[i] == 'E')) {
+    i++;
+    if (i < field->length &&
+        (field->start[i] == '+' || field->start[i] == '-'))
+      i++;
+    size_t exponent = i;
+    i = skip_digits(field, exponent);
+    if (i == exponent)
+      return 0;
+  }
+  return i == field->length;
+}
+
+/* A decimal float, rounded once to float by strtof (an overflow is an
+   infinity). The characters that end a field (blank, '\r', NUL) cannot
+   continue a number, so strtof stops at the field's end; the check that it
+   did is only a guard. */
+static int parse_float(const trace_field *field, float *out) {
   char *end;
 
-  if (field->length == 0)
+  if (!is_decimal_float(field))
     return -1;
-  double value = strtod(field->start, &end);
+  float value = strtof(field->start, &end);
   if (end != field->start + field->length)
     return -1;
   *out = value;
   return 0;
 }
 
-static int parse_float(const trace_field *field, float *out) {
-  double value;
-
-  if (parse_double(field, &value) != 0)
-    return -1;
-  *out = (float)value;
-  return 0;
-}
-
-/* A config value: finite once stored as a float. Returns the rounded value. */
+/* A config value: a finite float. Returns it widened to double. */
 static int parse_config_value(const trace_field *field, double *out) {
-  double value;
+  float value;
 
-  if (parse_double(field, &value) != 0)
+  if (parse_float(field, &value) != 0 || !isfinite(value))
     return -1;
-  float stored = (float)value;
-  if (!isfinite(stored))
-    return -1;
-  *out = (double)stored;
+  *out = (double)value;
   return 0;
 }
 

@@ -28,8 +28,9 @@ typedef enum trace_kind {
 typedef struct trace_cmd {
   trace_kind kind;
   uint64_t id;
-  /* Coordinates and radius, parsed as decimal and stored as float (so a
-     value out of float range becomes infinite, which the API rejects). */
+  /* Coordinates and radius: decimal floats (no hex float), rounded once to
+     float as strtof does (so a value out of float range becomes infinite,
+     which the API rejects). */
   float x, y, radius;
   /* add's FLAGS: AOI_WATCHER | AOI_MARKER, or 0 when FLAGS is not one of
      W, M, WM (an `invalid` line, not a `syntax` one). */
@@ -44,10 +45,11 @@ typedef struct trace_cmd {
 /*
  * Parses one line (without its newline; it may end in '\r'). Returns 0 and
  * fills *cmd, or -1 for a `syntax` error: unknown command, wrong number of
- * fields, a field that is not a number, an id that is not an unsigned 64-bit
- * decimal, a mask that is not a 32-bit decimal or 0x hex, or a config value
- * that is not finite or out of range. Whether a config line comes after the
- * first add is for the caller to decide. `line` is not modified.
+ * fields, a float that is not a decimal float (TRACE_FORMAT.md, Numbers: no
+ * hex float, no digit separator), an id that is not decimal digits only up to
+ * UINT64_MAX, a mask that is not a 32-bit decimal or 0x hex, or a config
+ * value that is not finite or out of range. Whether a config line comes
+ * after the first add is for the caller to decide. `line` is not modified.
  */
 int trace_parse_line(const char *line, trace_cmd *cmd);
 
