@@ -69,6 +69,7 @@
 #include "scenario.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -230,9 +231,17 @@ typedef struct drain_list {
   size_t count, capacity;
 } drain_list;
 
-/* Drains every pending watcher in id order into the checksum, as a game
-   server would before sending; keeps the outboxes for --verify. Returns the
-   number of events. */
+/* The checksum of one tick: the sum of one hash per watcher, so that it
+   does not depend on the order watchers are delivered in. */
+static uint64_t hash_watcher(uint64_t watcher, const aoi_event *events,
+                             size_t count)
+{
+  return hash_outbox(BENCH_CHECKSUM_SEED, watcher, events, count);
+}
+
+/* Drains every pending watcher in id order into the checksum, the simple
+   host's path (aoi_pending, aoi_drain); keeps the outboxes for --verify.
+   Returns the number of events. */
 static uint64_t drain_engine(aoi_world *world, drain_list *list,
                              uint64_t *checksum)
 {
@@ -248,10 +257,140 @@ static uint64_t drain_engine(aoi_world *world, drain_list *list,
     drained_outbox *d = &list->items[i];
     check(aoi_drain(world, ids[i], &d->events, &d->count), "aoi_drain");
     d->watcher = ids[i];
-    h = hash_outbox(h, d->watcher, d->events, d->count);
+    h += hash_watcher(d->watcher, d->events, d->count);
     total += d->count;
   }
   list->count = pending;
+  *checksum = h;
+  return total;
+}
+
+/* ---- parallel delivery -------------------------------------------------- */
+
+/* What one delivery thread took: every event copied into its wire buffer
+   (as a server encodes them for sending), and where each watcher's begin. */
+typedef struct wire {
+  aoi_event *events;
+  size_t count, capacity;
+  uint64_t *watchers; /* (watcher, first event) pairs */
+  size_t watcher_count, watcher_capacity;
+} wire;
+
+static void wire_take(void *user, uint64_t watcher, const aoi_event *events,
+                      size_t count)
+{
+  wire *out = user;
+  if (out->count + count > out->capacity) {
+    out->capacity = (out->count + count) * 2;
+    out->events = bench_realloc(out->events, out->capacity, sizeof(aoi_event));
+  }
+  if (out->watcher_count + 2 > out->watcher_capacity) {
+    out->watcher_capacity = out->watcher_capacity * 2 + 64;
+    out->watchers = bench_realloc(out->watchers, out->watcher_capacity,
+                                  sizeof(uint64_t));
+  }
+  memcpy(out->events + out->count, events, sizeof(aoi_event) * count);
+  out->watchers[out->watcher_count++] = watcher;
+  out->watchers[out->watcher_count++] = out->count;
+  out->count += count;
+}
+
+/* Delivery threads: thread i takes segments i, i + threads, ... of the
+   world between two barriers; the main thread is thread 0. */
+typedef struct delivery {
+  aoi_world *world;
+  unsigned threads, segments;
+  wire *wires;
+  pthread_t *ids;
+  pthread_barrier_t start, done;
+  int quit;
+} delivery;
+
+typedef struct delivery_arg {
+  delivery *d;
+  unsigned index;
+} delivery_arg;
+
+static void deliver_share(delivery *d, unsigned index)
+{
+  wire *out = &d->wires[index];
+  out->count = out->watcher_count = 0;
+  for (unsigned s = index; s < d->segments; s += d->threads)
+    check(aoi_deliver(d->world, s, wire_take, out), "aoi_deliver");
+}
+
+static void *delivery_main(void *arg)
+{
+  delivery_arg *a = arg;
+  for (;;) {
+    pthread_barrier_wait(&a->d->start);
+    if (a->d->quit)
+      break;
+    deliver_share(a->d, a->index);
+    pthread_barrier_wait(&a->d->done);
+  }
+  free(a);
+  return NULL;
+}
+
+static void delivery_init(delivery *d, aoi_world *world, unsigned threads)
+{
+  memset(d, 0, sizeof(*d));
+  d->world = world;
+  d->threads = threads ? threads : 1;
+  d->segments = aoi_delivery_segments(world);
+  d->wires = bench_calloc(d->threads, sizeof(wire));
+  d->ids = bench_calloc(d->threads, sizeof(pthread_t));
+  pthread_barrier_init(&d->start, NULL, d->threads);
+  pthread_barrier_init(&d->done, NULL, d->threads);
+  for (unsigned i = 1; i < d->threads; i++) {
+    delivery_arg *a = bench_calloc(1, sizeof(*a));
+    a->d = d;
+    a->index = i;
+    if (pthread_create(&d->ids[i], NULL, delivery_main, a) != 0)
+      bench_die("pthread_create failed");
+  }
+}
+
+static void delivery_free(delivery *d)
+{
+  d->quit = 1;
+  pthread_barrier_wait(&d->start);
+  for (unsigned i = 1; i < d->threads; i++)
+    pthread_join(d->ids[i], NULL);
+  pthread_barrier_destroy(&d->start);
+  pthread_barrier_destroy(&d->done);
+  for (unsigned i = 0; i < d->threads; i++) {
+    free(d->wires[i].events);
+    free(d->wires[i].watchers);
+  }
+  free(d->wires);
+  free(d->ids);
+}
+
+/* Takes every event of the tick out on all delivery threads. */
+static void deliver_engine(delivery *d)
+{
+  if (d->threads > 1)
+    pthread_barrier_wait(&d->start);
+  deliver_share(d, 0);
+  if (d->threads > 1)
+    pthread_barrier_wait(&d->done);
+}
+
+/* The checksum of what the delivery threads took; returns the events. */
+static uint64_t hash_wires(const delivery *d, uint64_t *checksum)
+{
+  uint64_t total = 0, h = *checksum;
+  for (unsigned i = 0; i < d->threads; i++) {
+    const wire *out = &d->wires[i];
+    for (size_t j = 0; j < out->watcher_count; j += 2) {
+      size_t from = out->watchers[j + 1];
+      size_t to = j + 2 < out->watcher_count ? out->watchers[j + 3] : out->count;
+      h += hash_watcher(out->watchers[j], out->events + from, to - from);
+    }
+    total += out->count;
+  }
   *checksum = h;
   return total;
 }
@@ -266,7 +405,7 @@ static uint64_t hash_baseline(const baseline *b, uint64_t *checksum)
     const aoi_event *events;
     size_t count;
     baseline_events(b, i, &events, &count);
-    h = hash_outbox(h, ids[i], events, count);
+    h += hash_watcher(ids[i], events, count);
     total += count;
   }
   *checksum = h;
@@ -427,7 +566,7 @@ static double ns_to_ms(uint64_t ns)
 
 /* Per measured tick, what a run keeps until it summarizes. */
 typedef struct samples {
-  double *tick, *submit, *drain, *phase[AOI_PHASE_COUNT];
+  double *tick, *submit, *drain, *checksum, *frame, *phase[AOI_PHASE_COUNT];
   double *base_tick, *base_submit;
 } samples;
 
@@ -436,6 +575,8 @@ static void samples_init(samples *t, unsigned ticks, int with_baseline)
   t->tick = bench_calloc(ticks, sizeof(double));
   t->submit = bench_calloc(ticks, sizeof(double));
   t->drain = bench_calloc(ticks, sizeof(double));
+  t->checksum = bench_calloc(ticks, sizeof(double));
+  t->frame = bench_calloc(ticks, sizeof(double));
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     t->phase[p] = bench_calloc(ticks, sizeof(double));
   t->base_tick = with_baseline ? bench_calloc(ticks, sizeof(double)) : NULL;
@@ -447,6 +588,8 @@ static void samples_free(samples *t)
   free(t->tick);
   free(t->submit);
   free(t->drain);
+  free(t->checksum);
+  free(t->frame);
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     free(t->phase[p]);
   free(t->base_tick);
@@ -482,6 +625,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   samples t;
   samples_init(&t, ticks, b != NULL);
   drain_list list = {NULL, 0, 0};
+  delivery pool;
+  delivery_init(&pool, world, lockstep ? 1 : stats.threads);
   char label[96];
   snprintf(label, sizeof(label), "%s t=%u%s", s->sc->name, threads,
            lockstep ? " verify" : "");
@@ -498,8 +643,16 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
     check(aoi_tick(world), "aoi_tick");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
-    uint64_t drained = drain_engine(world, &list, &checksum);
+    uint64_t drained;
+    if (lockstep) {
+      drained = drain_engine(world, &list, &checksum);
+    } else {
+      deliver_engine(&pool);
+    }
     uint64_t a3 = meter_calls(&meter), s3 = bench_now_ns();
+    if (!lockstep)
+      drained = hash_wires(&pool, &checksum);
+    uint64_t s4 = bench_now_ns();
     check(aoi_stats_get(world, &stats), "aoi_stats_get");
     if (drained != stats.events)
       bench_die("tick %" PRIu64 ": drained %" PRIu64 " events, aoi_stats"
@@ -521,6 +674,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     t.submit[m] = ns_to_ms(s1 - s0);
     t.tick[m] = ns_to_ms(s2 - s1);
     t.drain[m] = ns_to_ms(s3 - s2);
+    t.checksum[m] = ns_to_ms(s4 - s3);
+    t.frame[m] = ns_to_ms(s3 - s0);
     for (int p = 0; p < AOI_PHASE_COUNT; p++)
       t.phase[p][m] = ns_to_ms(stats.phase_ns[p]);
     updates += (double)n;
@@ -585,6 +740,9 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   r->tick_ms_max = quantile(t.tick, ticks, 1.0);
   r->submit_ms_median = quantile(t.submit, ticks, 0.5);
   r->drain_ms_median = quantile(t.drain, ticks, 0.5);
+  r->checksum_ms_median = quantile(t.checksum, ticks, 0.5);
+  r->frame_ms_median = quantile(t.frame, ticks, 0.5);
+  r->parallel_delivery = !lockstep;
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     r->phase_ms_median[p] = quantile(t.phase[p], ticks, 0.5);
 
@@ -598,6 +756,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     base->checksum = base_checksum;
   }
 
+  delivery_free(&pool);
   aoi_destroy(world);
   long long leaked = atomic_load_explicit(&meter.live, memory_order_relaxed);
   if (leaked != 0)

@@ -51,6 +51,10 @@ typedef struct run_result {
   unsigned threads_asked, threads, shards;
   double tick_ms_median, tick_ms_p99, tick_ms_max, tick_ms_mean;
   double submit_ms_median, drain_ms_median;
+  /* frame: submit + tick + delivery (drain_ms: the delivery, all events
+     taken out and copied once); the checksum of them, timed apart */
+  double frame_ms_median, checksum_ms_median;
+  int parallel_delivery; /* aoi_deliver on `threads` threads, else drain */
   double phase_ms_median[AOI_PHASE_COUNT];
   double updates_per_tick, events_per_tick;
   double ghosts_per_tick, handoffs_per_tick;
