@@ -209,6 +209,61 @@ static uint32_t grid_key(uint32_t info, uint32_t cell, uint32_t cells)
   return AOI__GRID_CLASSES * cell + class;
 }
 
+/* The k-th smallest of v[0..n) (v is reordered). */
+static double select_kth(double *v, uint32_t n, uint32_t k)
+{
+  uint32_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    double pivot = v[lo + (hi - lo) / 2];
+    uint32_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot)
+        i++;
+      while (v[j] > pivot)
+        j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        i++;
+        if (j == 0)
+          break;
+        j--;
+      }
+    }
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      break;
+  }
+  return v[k];
+}
+
+/* Narrows [*lo, *hi] on one axis to where the bulk of the items lie: the
+   1st to 99th percentile of a sample, widened by half its span. Items
+   outside are clamped into the edge cells, so one far entity (a GM parked
+   at the end of the float range) does not stretch every cell. */
+static void bulk_range(const aoi__grid_item *items, uint32_t count, int axis,
+                       double *lo, double *hi)
+{
+  enum { SAMPLE = 512 };
+  double v[SAMPLE];
+  uint32_t n = count < SAMPLE ? count : SAMPLE;
+  for (uint32_t i = 0; i < n; i++) {
+    const aoi__grid_item *it = &items[(uint64_t)i * count / n];
+    v[i] = axis == 0 ? it->x : it->y;
+  }
+  double a = select_kth(v, n, n / 100);
+  double b = select_kth(v, n, n - 1 - n / 100);
+  double pad = (b - a) / 2;
+  if (a - pad > *lo)
+    *lo = a - pad;
+  if (b + pad < *hi)
+    *hi = b + pad;
+}
+
 int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     const aoi__grid_item *items, uint32_t count,
                     double cell_size)
@@ -226,7 +281,12 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
     min_x = min_y = max_x = max_y = 0;
   double size = cell_size > 0 && isfinite(cell_size) ? cell_size : 1;
   double limit = 2.0 * count + 64;
-  double wx, wy;
+  double wx = floor((max_x - min_x) / size) + 1;
+  double wy = floor((max_y - min_y) / size) + 1;
+  if (wx * wy > limit && count >= 16) {
+    bulk_range(items, count, 0, &min_x, &max_x);
+    bulk_range(items, count, 1, &min_y, &max_y);
+  }
   for (;;) {
     wx = floor((max_x - min_x) / size) + 1;
     wy = floor((max_y - min_y) / size) + 1;

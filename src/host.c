@@ -286,6 +286,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   w->live++;
   if (flags & AOI_WATCHER) {
     w->watchers++;
+    w->radius_sum += radius;
     if (radius > w->radius_high)
       w->radius_high = radius;
   }
@@ -354,6 +355,7 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
     return rc;
   aoi__host_entity *e = &w->host[h];
   if (e->flags & AOI_WATCHER) {
+    w->radius_sum += (double)radius - (double)e->radius;
     if (radius > w->radius_high)
       w->radius_high = radius;
     else if (e->radius == w->radius_high && radius < e->radius)
@@ -395,6 +397,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
   w->live--;
   if (e->flags & AOI_WATCHER) {
     w->watchers--;
+    w->radius_sum -= e->radius;
     if (e->radius == w->radius_high)
       w->radius_high_dirty = true;
     /* A removed watcher's undrained events are dropped now, with their
@@ -615,9 +618,14 @@ int aoi_tick_begin(aoi_world *w)
   w->command.tick = w->tick + 1;
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
   w->command.watch_reach = reach;
+  /* Cells follow the usual reach, not the largest: a watcher scans the
+     cells its own reach covers, so one spectator with a huge radius costs
+     its own scan and nobody else's. */
+  double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
+  usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
-                             ? fmax(w->shape.cell, reach)
-                             : fmax(reach, 1e-3);
+                             ? fmax(w->shape.cell, usual)
+                             : fmax(usual * AOI__CELL_PER_REACH, 1e-3);
   w->command.shutdown = 0;
   for (unsigned s = 0; s < w->shard_count; s++) {
     aoi__chunk *c = w->current[s];

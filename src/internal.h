@@ -39,6 +39,10 @@
 #define AOI__MAX_THREADS 256u
 #define AOI__MAX_SHARDS 4096u
 #define AOI__CHUNK_OPS 1024u
+/* A grid cell's side, as a share of the usual watcher reach. */
+#ifndef AOI__CELL_PER_REACH
+#define AOI__CELL_PER_REACH 0.5
+#endif
 
 /* ---- allocation (world.c) ---------------------------------------------- */
 
@@ -576,6 +580,7 @@ struct aoi_world {
   unsigned workers_done;  /* done reports taken for the tick in flight */
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
+  double radius_sum;  /* of the live watchers' radii, for the cell size */
   bool radius_high_dirty;
   double last_ghost_reach;
   uint64_t *query_ids;

@@ -651,20 +651,35 @@ static inline aoi__candidate *spare_candidates(aoi__worker *k)
   return k->candidates + k->candidate_capacity;
 }
 
-/* Merges `n` enters (by id) into the view's first `kept` handles (by id,
-   read from idof), in place from the back; the view has room for both. */
+/* Merges `n` enters (by id) into the view's first `kept` handles (by id),
+   in place from the back; the view has room for both. Each enter finds
+   its place by a binary search (ids are read from idof, scattered), then
+   the runs between places move up in one pass without reading an id. */
 static void merge_enters(aoi__view *view, uint32_t kept,
-                         const aoi__candidate *enters, uint32_t n,
+                         aoi__candidate *enters, uint32_t n,
                          const uint64_t *idof)
 {
   uint32_t *hs = view->handles;
-  uint32_t i = kept, j = n, to = kept + n;
-  while (j > 0) {
-    to--;
-    if (i > 0 && idof[hs[i - 1]] > enters[j - 1].id)
-      hs[to] = hs[--i];
-    else
-      hs[to] = enters[--j].handle;
+  uint32_t lo = 0;
+  /* enters[j].id is no longer needed once placed: keep the place there */
+  for (uint32_t j = 0; j < n; j++) {
+    uint64_t id = enters[j].id;
+    uint32_t hi = kept;
+    while (lo < hi) {
+      uint32_t mid = (lo + hi) / 2;
+      if (idof[hs[mid]] < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    enters[j].id = lo; /* the number of kept handles before it */
+  }
+  uint32_t i = kept, to = kept + n;
+  for (uint32_t j = n; j-- > 0;) {
+    uint32_t place = (uint32_t)enters[j].id;
+    while (i > place)
+      hs[--to] = hs[--i];
+    hs[--to] = enters[j].handle;
   }
   view->count = kept + n;
 }
