@@ -284,7 +284,9 @@ AOI_EXPORT int aoi_pending(aoi_world *world, const uint64_t **ids,
  */
 
 /* Live markers within the circle (inclusive) whose layers intersect
-   `layer_mask`. AOI_ECOORD / AOI_ERADIUS for a bad centre or radius. */
+   `layer_mask`. AOI_ECOORD for a centre that is not finite; AOI_ERADIUS
+   for a radius that is negative, not finite or above the world's
+   max_radius (a query is bounded like a view, so that its cost is too). */
 AOI_EXPORT int aoi_query_circle(aoi_world *world, float x, float y,
                                 float radius, uint32_t layer_mask,
                                 uint64_t *ids, size_t capacity, size_t *count);

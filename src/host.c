@@ -799,7 +799,7 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
     return AOI_EBUSY;
   if (!isfinite(x) || !isfinite(y))
     return AOI_ECOORD;
-  if (!isfinite(radius) || radius < 0)
+  if (!radius_ok(w, radius))
     return AOI_ERADIUS;
   aoi__shape circle = {AOI_SHAPE_CIRCLE, 0};
   double box[4];

@@ -436,7 +436,7 @@ int model_query_circle(const model *m, float x, float y, float radius,
     return AOI_EINVAL;
   if (bad_coord(x, y))
     return AOI_ECOORD;
-  if (!isfinite(radius) || radius < 0)
+  if (!isfinite(radius) || radius < 0 || radius > m->max_radius)
     return AOI_ERADIUS;
   uint64_t *found = malloc((m->entity_count + 1) * sizeof *found);
   if (found == NULL)

@@ -1183,7 +1183,17 @@ static void test_query_capacity(void **state)
                    AOI_ERADIUS);
   assert_int_equal(aoi_query_circle(w, 0, 0, NAN, ALL, buffer, 16, &count),
                    AOI_ERADIUS);
+  /* The world's max_radius (50) bounds a query as it bounds a view. */
+  assert_int_equal(aoi_query_circle(w, 0, 0, nextafterf(50, INFINITY), ALL,
+                                    buffer, 16, &count),
+                   AOI_ERADIUS);
+  assert_int_equal(aoi_query_circle(w, 0, 0, INFINITY, ALL, buffer, 16,
+                                    &count),
+                   AOI_ERADIUS);
   assert_int_equal(count, 777);
+  assert_int_equal(aoi_query_circle(w, 45, 50, 50, ALL, buffer, 16, &count),
+                   0);
+  assert_true(count > 0);
   aoi_destroy(w);
 }
 
