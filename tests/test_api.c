@@ -1010,7 +1010,7 @@ static void test_queries_answer_last_tick(void **state)
 {
   (void)state;
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
-    aoi_world *w = world_for(layouts[l], 40);
+    aoi_world *w = world_for(layouts[l], 100);
     answer a;
     /* A small town across the map's middle. */
     assert_int_equal(aoi_add(w, 10, 50, 50, 30, WM, ALL, ALL), 0);
@@ -1119,7 +1119,7 @@ static void test_queries_answer_last_tick(void **state)
 static void test_query_capacity(void **state)
 {
   (void)state;
-  aoi_world *w = world_for((layout){2, 3}, 50);
+  aoi_world *w = world_for((layout){2, 3}, 100);
   /* Watcher 100 sees 9..1 (added in descending order); 0 watches all. */
   for (uint64_t id = 9; id >= 1; id--)
     assert_int_equal(aoi_add(w, id, 40 + (float)id, 50, 0, AOI_MARKER, ALL,
@@ -1183,15 +1183,15 @@ static void test_query_capacity(void **state)
                    AOI_ERADIUS);
   assert_int_equal(aoi_query_circle(w, 0, 0, NAN, ALL, buffer, 16, &count),
                    AOI_ERADIUS);
-  /* The world's max_radius (50) bounds a query as it bounds a view. */
-  assert_int_equal(aoi_query_circle(w, 0, 0, nextafterf(50, INFINITY), ALL,
+  /* The world's max_radius (100) bounds a query as it bounds a view. */
+  assert_int_equal(aoi_query_circle(w, 0, 0, nextafterf(100, INFINITY), ALL,
                                     buffer, 16, &count),
                    AOI_ERADIUS);
   assert_int_equal(aoi_query_circle(w, 0, 0, INFINITY, ALL, buffer, 16,
                                     &count),
                    AOI_ERADIUS);
   assert_int_equal(count, 777);
-  assert_int_equal(aoi_query_circle(w, 45, 50, 50, ALL, buffer, 16, &count),
+  assert_int_equal(aoi_query_circle(w, 45, 50, 100, ALL, buffer, 16, &count),
                    0);
   assert_true(count > 0);
   aoi_destroy(w);
@@ -1594,7 +1594,7 @@ static void test_queries_out_of_memory(void **state)
   counter c;
   counter_reset(&c);
   aoi_allocator hooks = counting_allocator(&c);
-  aoi_config config = config_for((layout){2, 3}, 30);
+  aoi_config config = config_for((layout){2, 3}, 200);
   config.allocator = &hooks;
   aoi_world *w = create_or_fail(&config);
   for (uint64_t id = 1; id <= 200; id++)
