@@ -589,8 +589,10 @@ int aoi_tick_begin(aoi_world *w)
        lost to a failed allocation inside the tick. Each record touches and
        departs at most once. */
     uint32_t planned = relayout ? w->plan.arrivals[s] : 0;
-    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity,
-                           sh->count + sh->arrivals_bound + planned,
+    uint32_t need = sh->count + sh->arrivals_bound + planned;
+    aoi__peak_note(&sh->entity_peak, need);
+    aoi__peak_note(&sh->queue.peak, sh->queue.count);
+    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity, need,
                            sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
                            sh->queue.count, sizeof(uint32_t))) != 0 ||
@@ -602,6 +604,7 @@ int aoi_tick_begin(aoi_world *w)
     for (unsigned j = 0; j < w->threads; j++) {
       aoi__batch *b = &w->workers[i].handoffs_out[j];
       uint32_t bound = b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
+      aoi__peak_note(&b->peak, bound);
       if (bound > 0 && (rc = aoi__reserve(a, &b->items, &b->capacity, bound,
                                           sizeof(aoi__handoff))) != 0)
         return rc;
@@ -635,6 +638,67 @@ int aoi_tick_begin(aoi_world *w)
   w->tick_started = started;
   w->workers_done = 0;
   return 0;
+}
+
+/* Every SHRINK_PERIOD ticks, the arrays that grew for a burst of
+   operations, handoffs or departures give back what the last two periods
+   did not need: a flood's memory goes back 8 to 12 ticks after it, while a
+   crowd whose needs stay within 4x of their peaks never reallocates. (The
+   grid and the compute scratch, sized by entities plus ghosts, are left
+   as they are.) */
+#define SHRINK_PERIOD 4
+
+/* Gives back what one array of `elem`-byte items did not need lately, but
+   never what it holds now. */
+static void shrink_to_peak(const aoi_allocator *a, void **array, uint32_t *cap,
+                           aoi__peak *peak, uint32_t holds, size_t elem)
+{
+  uint32_t recent = aoi__peak_recent(peak);
+  aoi__peak_turn(peak);
+  aoi__shrink(a, array, cap, recent > holds ? recent : holds, elem);
+}
+
+static void shrink_arrays(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
+  /* The needs of the apply phase were noted when the tick reserved them;
+     those of the exchange, now. */
+  for (unsigned s = 0; s < w->shard_count; s++)
+    aoi__peak_note(&w->shards[s].ghost_peak, w->shards[s].ghost_count);
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      aoi__peak_note(&w->workers[i].ghosts_out[j].peak,
+                     w->workers[i].ghosts_out[j].count);
+  if (w->tick % SHRINK_PERIOD != 0)
+    return;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    aoi__queue *q = &sh->queue;
+    /* Each record touches and departs at most once: one peak for three. */
+    uint32_t records = aoi__peak_recent(&q->peak);
+    aoi__peak_turn(&q->peak);
+    aoi__shrink(a, (void **)&q->records, &q->capacity,
+                records > q->count ? records : q->count, sizeof(aoi__record));
+    aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity,
+                records > sh->touched_count ? records : sh->touched_count,
+                sizeof(uint32_t));
+    aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity,
+                records > sh->departed_count ? records : sh->departed_count,
+                sizeof(aoi__ghost));
+    shrink_to_peak(a, (void **)&sh->entities, &sh->capacity, &sh->entity_peak,
+                   sh->count, sizeof(aoi__entity));
+    shrink_to_peak(a, (void **)&sh->ghosts, &sh->ghost_capacity,
+                   &sh->ghost_peak, sh->ghost_count, sizeof(aoi__ghost));
+  }
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++) {
+      aoi__batch *b = &w->workers[i].handoffs_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__handoff));
+      b = &w->workers[i].ghosts_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__ghost));
+    }
 }
 
 /* Empties the queues the tick applied. */
@@ -711,6 +775,7 @@ int aoi_tick_end(aoi_world *w)
       w->free_handles[w->free_count++] = w->limbo[i];
     w->limbo_count = 0;
   }
+  shrink_arrays(w);
   w->last_ghost_reach = w->command.ghost_reach;
   for (unsigned s = 0; s < w->shard_count; s++) {
     w->shard_entities[s] = w->shards[s].count;

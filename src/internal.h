@@ -60,6 +60,32 @@ int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
 /* The capacity a growing view or outbox takes: half as much room again as
    it needs, and at least `hint`, rounded up to a multiple of 8. */
 uint32_t aoi__roomy(uint32_t need, uint32_t hint);
+
+/* The most an array needed in the current and in the last period of a few
+   ticks (host only): what it keeps when a burst has passed. */
+typedef struct aoi__peak {
+  uint32_t now, last;
+} aoi__peak;
+
+static inline void aoi__peak_note(aoi__peak *peak, uint32_t need)
+{
+  if (need > peak->now)
+    peak->now = need;
+}
+static inline uint32_t aoi__peak_recent(const aoi__peak *peak)
+{
+  return peak->now > peak->last ? peak->now : peak->last;
+}
+static inline void aoi__peak_turn(aoi__peak *peak)
+{
+  peak->last = peak->now;
+  peak->now = 0;
+}
+/* Gives back the room of an array that grew for a burst: when it holds
+   more than 4x `recent` items (and more than a small floor), it shrinks to
+   aoi__roomy(recent). A failed shrink keeps the array as it was. */
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem);
 uint64_t aoi__now_ns(void);
 
 /* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */
@@ -352,8 +378,7 @@ typedef struct aoi__record {
 typedef struct aoi__queue {
   aoi__record *records;
   uint32_t count, capacity;
-  uint32_t peak, last_peak; /* host only: most records in this and the last
-                               shrink period (see host.c) */
+  aoi__peak peak; /* host only: records, per shrink period */
 } aoi__queue;
 
 /* A watcher's view: the markers it sees, sorted by id. The ids lie apart
@@ -456,6 +481,8 @@ typedef struct aoi__shard {
      tick: its records that add, plus the records elsewhere whose position
      names this shard. (The records bound its touched and departed.) */
   uint32_t arrivals_bound;
+  aoi__peak entity_peak; /* host only: entities reserved, per period */
+  aoi__peak ghost_peak;  /* host only: ghosts held, per period */
 } aoi__shard;
 
 /* A batch of messages from one worker to another for one phase. */
@@ -464,6 +491,7 @@ typedef struct aoi__batch {
   uint32_t count, capacity;
   bool incomplete; /* an item could not be stored: the receiver degrades */
   uint32_t bound;  /* host only: handoffs it may carry this tick */
+  aoi__peak peak;  /* host only: items, per shrink period */
   void *items;     /* aoi__handoff or aoi__ghost */
 } aoi__batch;
 

@@ -100,6 +100,19 @@ uint32_t aoi__roomy(uint32_t need, uint32_t hint)
   return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
 }
 
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem)
+{
+  if (*cap <= 64 || *cap / 4 <= recent)
+    return;
+  uint32_t capacity = aoi__roomy(recent, 32);
+  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
+  if (p == NULL)
+    return;
+  *array = p;
+  *cap = capacity;
+}
+
 uint64_t aoi__now_ns(void)
 {
   struct timespec ts;
