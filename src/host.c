@@ -4,15 +4,21 @@
  *
  * Submission: each operation is validated against the state as submitted so
  * far, every allocation it needs is made first (so a failure changes
- * nothing), then it is recorded in the host's handle table and appended to
- * the op chunk of the shard that owns the entity. A full chunk is pushed onto
- * that shard's ring at once; the ring grows while the workers are idle.
+ * nothing), then it is recorded in the host's handle table and folded into
+ * the entity's record in the queue of the shard that owns it (route()):
+ * one record per handle per tick, holding the latest position, radius and
+ * masks, so a queue holds at most one record per live entity plus one per
+ * entity removed since the last tick, however many calls were made. An add
+ * and a remove of the same handle between two ticks cancel out, and the
+ * handle is free again at once. The host keeps, per record, the bounds the
+ * tick reserves for (an arrival in the shard its position names, a slot in
+ * a handoff batch), and moves them when a later move names another shard.
  *
- * aoi_tick pushes the last chunks and an end marker onto every shard ring,
- * hands each worker the tick command through its control ring, and sleeps on
- * the host bell until every worker has reported through its done ring. After
- * that the workers are idle again and the host owns everything: it collects
- * the watchers that got events, recycles chunks and the handles removed this
+ * aoi_tick pushes each shard's queue onto its ring, hands each worker the
+ * tick command through its control ring, and sleeps on the host bell until
+ * every worker has reported through its done ring. After that the workers
+ * are idle again and the host owns everything: it collects the watchers
+ * that got events, empties the queues, frees the handles removed this
  * tick, and sums the statistics.
  *
  * Queries read the shards' state as of the last tick (their grids and
@@ -24,13 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-aoi__chunk aoi__chunk_end;
-
 int aoi__host_init(aoi_world *w)
 {
   aoi__idmap_init(&w->ids);
-  w->current = aoi__calloc(&w->allocator, sizeof(aoi__chunk *) * w->shard_count);
-  return w->current == NULL ? AOI_ENOMEM : 0;
+  return 0;
 }
 
 /* The per-handle tables live in one block, so growing them is one
@@ -41,7 +44,8 @@ typedef struct handle_tables {
   aoi__mark *mark;
   aoi__outbox *outbox;
   uint64_t *idof;
-  uint32_t *record, *free_handles, *limbo, *limbo_old, *backlog, *assigned;
+  uint32_t *record, *queued, *free_handles, *limbo, *limbo_old, *backlog,
+      *assigned;
   uint8_t *in_pending;
 } handle_tables;
 
@@ -66,6 +70,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(outbox, aoi__outbox);
   TABLE(idof, uint64_t);
   TABLE(record, uint32_t);
+  TABLE(queued, uint32_t);
   TABLE(free_handles, uint32_t);
   TABLE(limbo, uint32_t);
   TABLE(limbo_old, uint32_t);
@@ -86,27 +91,13 @@ void aoi__host_free(aoi_world *w)
   if (w->host != NULL)
     aoi__free(a, w->host, handle_block(w->handle_capacity, NULL, NULL));
   aoi__pending_free(a, &w->pending);
-  if (w->current != NULL) {
-    for (unsigned s = 0; s < w->shard_count; s++)
-      aoi__free(a, w->current[s], sizeof(aoi__chunk));
-    aoi__free(a, w->current, sizeof(aoi__chunk *) * w->shard_count);
-  }
-  /* Chunks still queued on a ring (submitted, never ticked). */
+  /* Records still queued (submitted, never ticked) go with their queues. */
   if (w->shards != NULL)
     for (unsigned s = 0; s < w->shard_count; s++) {
-      if (w->shards[s].ops == NULL)
-        continue;
-      void *item;
-      while ((item = aoi__ring_pop(w->shards[s].ops)) != NULL)
-        if (item != &aoi__chunk_end)
-          aoi__free(a, item, sizeof(aoi__chunk));
+      aoi__queue *q = &w->shards[s].queue;
+      aoi__free(a, q->records, sizeof(aoi__record) * q->capacity);
+      memset(q, 0, sizeof(*q));
     }
-  aoi__free(a, w->chunks_used, sizeof(aoi__chunk *) * w->chunks_used_capacity);
-  while (w->chunk_pool != NULL) {
-    aoi__chunk *next = w->chunk_pool->next;
-    aoi__free(a, w->chunk_pool, sizeof(aoi__chunk));
-    w->chunk_pool = next;
-  }
   aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
   aoi__plan *p = &w->plan;
   aoi__free(a, p->xcut, sizeof(double) * w->layout.cols);
@@ -141,6 +132,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
     memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
     memcpy(t.record, w->record, sizeof(*t.record) * old);
+    memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.in_pending, w->in_pending, old);
     memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
     memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
@@ -154,6 +146,7 @@ static int reserve_handle(aoi_world *w)
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
   memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
   memset(t.record + old, 0, sizeof(*t.record) * (cap - old));
+  memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
   memset(t.in_pending + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
@@ -162,6 +155,7 @@ static int reserve_handle(aoi_world *w)
   w->outbox = t.outbox;
   w->idof = t.idof;
   w->record = t.record;
+  w->queued = t.queued;
   w->in_pending = t.in_pending;
   w->free_handles = t.free_handles;
   w->limbo = t.limbo;
@@ -179,70 +173,86 @@ static uint32_t take_handle(aoi_world *w)
   return w->handle_count++;
 }
 
-/* ---- op queues ---------------------------------------------------------- */
+/* ---- op queues --------------------------------------------------------- */
 
-/* Pushes a chunk (or the end marker) onto a shard ring, growing the ring if
-   it is full. Host thread, workers idle. */
-static int push_chunk(aoi_world *w, unsigned shard, aoi__chunk *chunk)
-{
-  aoi__shard *s = &w->shards[shard];
-  if (aoi__ring_count(s->ops) >= aoi__ring_capacity(s->ops)) {
-    int rc = aoi__ring_grow(&w->allocator, &s->ops);
-    if (rc != 0)
-      return rc;
-  }
-  if (chunk != &aoi__chunk_end)
-    w->chunks_used[w->chunks_used_count++] = chunk;
-  return aoi__ring_push(s->ops, chunk) == 0 ? 0 : AOI_ENOMEM;
-}
-
-/* Makes sure the shard's current chunk has room for one op. */
-static int reserve_op(aoi_world *w, unsigned shard)
-{
-  aoi__chunk *c = w->current[shard];
-  if (c != NULL && c->count < AOI__CHUNK_OPS)
-    return 0;
-  const aoi_allocator *a = &w->allocator;
-  if (c != NULL) {
-    int rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
-                          w->chunks_used_count + 1, sizeof(aoi__chunk *));
-    if (rc != 0)
-      return rc;
-  }
-  aoi__chunk *fresh = w->chunk_pool;
-  if (fresh != NULL) {
-    w->chunk_pool = fresh->next;
-  } else if ((fresh = aoi__alloc(a, sizeof(aoi__chunk))) == NULL) {
-    return AOI_ENOMEM;
-  }
-  if (c != NULL) {
-    int rc = push_chunk(w, shard, c);
-    if (rc != 0) {
-      fresh->next = w->chunk_pool;
-      w->chunk_pool = fresh;
-      return rc;
-    }
-  }
-  fresh->count = 0;
-  fresh->shard = shard;
-  fresh->next = NULL;
-  w->current[shard] = fresh;
-  return 0;
-}
-
-static void queue_op(aoi_world *w, unsigned shard, const aoi__op *op)
-{
-  aoi__chunk *c = w->current[shard];
-  c->ops[c->count++] = *op;
-  w->shards[shard].ops_queued++;
-}
-
-/* The shard whose ring gets this entity's ops. */
+/* The shard whose queue gets this entity's record: the one that owns it
+   at the start of the next tick. */
 static unsigned route(const aoi_world *w, uint32_t h)
 {
   if (w->host[h].born > w->tick)
     return w->host[h].shard;
   return w->location[h].shard;
+}
+
+/* Makes sure handle h has a record in the queue of `shard`, or room for
+   one. */
+static int reserve_record(aoi_world *w, uint32_t h, unsigned shard)
+{
+  if (w->queued[h] != AOI__NONE)
+    return 0;
+  aoi__queue *q = &w->shards[shard].queue;
+  return aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                      q->count + 1, sizeof(aoi__record));
+}
+
+/* Handle h's record in the queue of `shard`, made empty if it had none
+   (room reserved by reserve_record). */
+static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard)
+{
+  aoi__queue *q = &w->shards[shard].queue;
+  if (w->queued[h] != AOI__NONE)
+    return &q->records[w->queued[h]];
+  aoi__record *r = &q->records[q->count];
+  memset(r, 0, sizeof(*r));
+  r->handle = h;
+  r->target = shard;
+  w->queued[h] = q->count++;
+  w->records++;
+  return r;
+}
+
+/* Counts (delta 1) or uncounts (delta -1) the handoff from `from` to `to`
+   that a record may cause: an arrival there and, between two workers, a
+   slot in their handoff batch. */
+static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
+{
+  if (to == from)
+    return;
+  w->shards[to].arrivals_bound += (uint32_t)delta;
+  unsigned from_worker = aoi__worker_of(w, from);
+  unsigned to_worker = aoi__worker_of(w, to);
+  if (from_worker != to_worker)
+    w->workers[from_worker].handoffs_out[to_worker].bound += (uint32_t)delta;
+}
+
+/* Points a record of `shard` at the shard its new position names, moving
+   the counted handoff with it. */
+static void retarget(aoi_world *w, aoi__record *r, unsigned shard,
+                     unsigned to)
+{
+  if (r->target == to)
+    return;
+  count_handoff(w, shard, r->target, -1);
+  count_handoff(w, shard, to, 1);
+  r->target = to;
+}
+
+/* Takes handle h's record (one that adds it) out of the queue of `shard`
+   with everything counted for it: the entity is never seen. */
+static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
+{
+  aoi__queue *q = &w->shards[shard].queue;
+  uint32_t at = w->queued[h];
+  aoi__record *r = &q->records[at];
+  retarget(w, r, shard, shard);
+  w->shards[shard].arrivals_bound--; /* its insertion */
+  uint32_t last = --q->count;
+  if (at != last) {
+    *r = q->records[last];
+    w->queued[r->handle] = at;
+  }
+  w->queued[h] = AOI__NONE;
+  w->records--;
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -270,7 +280,12 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   unsigned shard = aoi__layout_shard(&w->layout, x, y);
   int rc;
   if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids)) != 0 ||
-      (rc = reserve_handle(w)) != 0 || (rc = reserve_op(w, shard)) != 0)
+      (rc = reserve_handle(w)) != 0)
+    return rc;
+  /* The handle it will take is free, so it has no record: make room. */
+  aoi__queue *q = &w->shards[shard].queue;
+  if ((rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                         q->count + 1, sizeof(aoi__record))) != 0)
     return rc;
   uint32_t h = take_handle(w);
   aoi__host_entity *e = &w->host[h];
@@ -290,9 +305,16 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
     if (radius > w->radius_high)
       w->radius_high = radius;
   }
-  aoi__op op = {AOI__OP_ADD, h, id, x, y, radius, flags, layers, interest};
-  queue_op(w, shard, &op);
-  w->shards[shard].arrivals_bound++;
+  aoi__record *r = record_of(w, h, shard);
+  r->what = AOI__RECORD_ADD;
+  r->id = id;
+  r->x = x;
+  r->y = y;
+  r->radius = radius;
+  r->flags = flags;
+  r->layers = layers;
+  r->interest = interest;
+  w->shards[shard].arrivals_bound++; /* its insertion */
   return 0;
 }
 
@@ -304,7 +326,7 @@ static uint32_t live_handle(const aoi_world *w, uint64_t id)
 
 /* The prologue of an operation on a live entity: the checks in their
    documented order (`invalid` is the argument check's verdict), then room
-   for one op in the chunk of the shard that owns the entity. */
+   for its record in the queue of the shard that owns the entity. */
 static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
                     unsigned *shard)
 {
@@ -316,7 +338,7 @@ static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
   if (invalid != 0)
     return invalid;
   *shard = route(w, *h);
-  return reserve_op(w, *shard);
+  return reserve_record(w, *h, *shard);
 }
 
 int aoi_move(aoi_world *w, uint64_t id, float x, float y)
@@ -329,18 +351,13 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
                     &shard);
   if (rc != 0)
     return rc;
-  aoi__op op = {AOI__OP_MOVE, h, id, x, y, 0, 0, 0, 0};
-  queue_op(w, shard, &op);
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_MOVE;
+  r->x = x;
+  r->y = y;
   /* If it ends up in another shard, that shard and the batch between the
      two workers need room for it: count it, to reserve before the tick. */
-  unsigned to = aoi__layout_shard(&w->layout, x, y);
-  if (to != shard) {
-    w->shards[to].arrivals_bound++;
-    unsigned from_worker = aoi__worker_of(w, shard);
-    unsigned to_worker = aoi__worker_of(w, to);
-    if (from_worker != to_worker)
-      w->workers[from_worker].handoffs_out[to_worker].bound++;
-  }
+  retarget(w, r, shard, aoi__layout_shard(&w->layout, x, y));
   return 0;
 }
 
@@ -362,8 +379,9 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
       w->radius_high_dirty = true;
   }
   e->radius = radius;
-  aoi__op op = {AOI__OP_RADIUS, h, id, 0, 0, radius, 0, 0, 0};
-  queue_op(w, shard, &op);
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_RADIUS;
+  r->radius = radius;
   return 0;
 }
 
@@ -377,8 +395,10 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
   int rc = begin_op(w, id, 0, &h, &shard);
   if (rc != 0)
     return rc;
-  aoi__op op = {AOI__OP_LAYERS, h, id, 0, 0, 0, 0, layers, interest};
-  queue_op(w, shard, &op);
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_LAYERS;
+  r->layers = layers;
+  r->interest = interest;
   return 0;
 }
 
@@ -406,9 +426,19 @@ int aoi_remove(aoi_world *w, uint64_t id)
       aoi__record_drop(w, h);
     aoi__outbox_free(&w->allocator, &w->outbox[h]);
   }
+  if (e->born > w->tick) {
+    /* Added since the last tick: no tick, no view, no query has seen it,
+       so the add and the remove cancel out and the handle is free now. */
+    cancel_record(w, h, shard);
+    w->free_handles[w->free_count++] = h;
+    return 0;
+  }
+  /* Whatever else the record held is moot now; where it stood at the end of
+     the last tick is what its watchers must leave. */
+  aoi__record *r = record_of(w, h, shard);
+  retarget(w, r, shard, shard);
+  r->what = AOI__RECORD_REMOVE;
   w->limbo[w->limbo_count++] = h;
-  aoi__op op = {AOI__OP_REMOVE, h, id, 0, 0, 0, 0, 0, 0};
-  queue_op(w, shard, &op);
   return 0;
 }
 
@@ -542,15 +572,12 @@ static bool plan_relayout(aoi_world *w)
       const aoi__entity *e = &w->shards[s].entities[i];
       plan_arrival(w, &next, s, e->x, e->y);
     }
-  for (uint32_t c = 0; c <= w->chunks_used_count; c++) {
-    for (unsigned s = 0; s < (c == w->chunks_used_count ? shards : 1); s++) {
-      const aoi__chunk *chunk = c < w->chunks_used_count ? w->chunks_used[c]
-                                                         : w->current[s];
-      for (uint32_t i = 0; chunk != NULL && i < chunk->count; i++) {
-        const aoi__op *op = &chunk->ops[i];
-        if (op->kind == AOI__OP_ADD || op->kind == AOI__OP_MOVE)
-          plan_arrival(w, &next, chunk->shard, op->x, op->y);
-      }
+  for (unsigned s = 0; s < shards; s++) {
+    const aoi__queue *q = &w->shards[s].queue;
+    for (uint32_t i = 0; i < q->count; i++) {
+      const aoi__record *r = &q->records[i];
+      if (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
+        plan_arrival(w, &next, s, r->x, r->y);
     }
   }
   return true;
@@ -579,30 +606,28 @@ int aoi_tick_begin(aoi_world *w)
      workers can reuse the segments (and the marks can change). */
   if ((rc = aoi__segments_settle(w)) != 0)
     return rc;
-  if ((rc = aoi__reserve(a, (void **)&w->chunks_used, &w->chunks_used_capacity,
-                         w->chunks_used_count + w->shard_count, sizeof(aoi__chunk *))) != 0)
-    return rc;
   for (unsigned s = 0; s < w->shard_count; s++) {
     aoi__shard *sh = &w->shards[s];
-    while (aoi__ring_capacity(sh->ops) < aoi__ring_count(sh->ops) + 2)
-      if ((rc = aoi__ring_grow(a, &sh->ops)) != 0)
-        return rc;
     /* The apply phase then never allocates: no op and no handoff can be
-       lost to a failed allocation inside the tick. */
+       lost to a failed allocation inside the tick. Each record touches and
+       departs at most once. */
     uint32_t planned = relayout ? w->plan.arrivals[s] : 0;
-    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity,
-                           sh->count + sh->arrivals_bound + planned,
+    uint32_t need = sh->count + sh->arrivals_bound + planned;
+    aoi__peak_note(&sh->entity_peak, need);
+    aoi__peak_note(&sh->queue.peak, sh->queue.count);
+    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity, need,
                            sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
-                           sh->ops_queued, sizeof(uint32_t))) != 0 ||
+                           sh->queue.count, sizeof(uint32_t))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->departed, &sh->departed_capacity,
-                           sh->ops_queued, sizeof(aoi__ghost))) != 0)
+                           sh->queue.count, sizeof(aoi__ghost))) != 0)
       return rc;
   }
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++) {
       aoi__batch *b = &w->workers[i].handoffs_out[j];
       uint32_t bound = b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
+      aoi__peak_note(&b->peak, bound);
       if (bound > 0 && (rc = aoi__reserve(a, &b->items, &b->capacity, bound,
                                           sizeof(aoi__handoff))) != 0)
         return rc;
@@ -627,14 +652,9 @@ int aoi_tick_begin(aoi_world *w)
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);
   w->command.shutdown = 0;
-  for (unsigned s = 0; s < w->shard_count; s++) {
-    aoi__chunk *c = w->current[s];
-    if (c != NULL) {
-      w->current[s] = NULL;
-      (void)push_chunk(w, s, c);
-    }
-    (void)push_chunk(w, s, &aoi__chunk_end);
-  }
+  for (unsigned s = 0; s < w->shard_count; s++)
+    while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
+      ; /* holds 3; at most one queue is ever on it */
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     AOI__STRESS();
@@ -646,6 +666,80 @@ int aoi_tick_begin(aoi_world *w)
   w->tick_started = started;
   w->workers_done = 0;
   return 0;
+}
+
+/* Every SHRINK_PERIOD ticks, the arrays that grew for a burst of
+   operations, handoffs or departures give back what the last two periods
+   did not need: a flood's memory goes back 8 to 12 ticks after it, while a
+   crowd whose needs stay within 4x of their peaks never reallocates. (The
+   grid and the compute scratch, sized by entities plus ghosts, are left
+   as they are.) */
+#define SHRINK_PERIOD 4
+
+/* Gives back what one array of `elem`-byte items did not need lately, but
+   never what it holds now. */
+static void shrink_to_peak(const aoi_allocator *a, void **array, uint32_t *cap,
+                           aoi__peak *peak, uint32_t holds, size_t elem)
+{
+  uint32_t recent = aoi__peak_recent(peak);
+  aoi__peak_turn(peak);
+  aoi__shrink(a, array, cap, recent > holds ? recent : holds, elem);
+}
+
+static void shrink_arrays(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
+  /* The needs of the apply phase were noted when the tick reserved them;
+     those of the exchange, now. */
+  for (unsigned s = 0; s < w->shard_count; s++)
+    aoi__peak_note(&w->shards[s].ghost_peak, w->shards[s].ghost_count);
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      aoi__peak_note(&w->workers[i].ghosts_out[j].peak,
+                     w->workers[i].ghosts_out[j].count);
+  if (w->tick % SHRINK_PERIOD != 0)
+    return;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    aoi__queue *q = &sh->queue;
+    /* Each record touches and departs at most once: one peak for three. */
+    uint32_t records = aoi__peak_recent(&q->peak);
+    aoi__peak_turn(&q->peak);
+    aoi__shrink(a, (void **)&q->records, &q->capacity,
+                records > q->count ? records : q->count, sizeof(aoi__record));
+    aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity,
+                records > sh->touched_count ? records : sh->touched_count,
+                sizeof(uint32_t));
+    aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity,
+                records > sh->departed_count ? records : sh->departed_count,
+                sizeof(aoi__ghost));
+    shrink_to_peak(a, (void **)&sh->entities, &sh->capacity, &sh->entity_peak,
+                   sh->count, sizeof(aoi__entity));
+    shrink_to_peak(a, (void **)&sh->ghosts, &sh->ghost_capacity,
+                   &sh->ghost_peak, sh->ghost_count, sizeof(aoi__ghost));
+  }
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++) {
+      aoi__batch *b = &w->workers[i].handoffs_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__handoff));
+      b = &w->workers[i].ghosts_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__ghost));
+    }
+}
+
+/* Empties the queues the tick applied. */
+static void end_queues(aoi_world *w)
+{
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    for (uint32_t i = 0; i < sh->queue.count; i++)
+      w->queued[sh->queue.records[i].handle] = AOI__NONE;
+    sh->queue.count = 0;
+    sh->arrivals_bound = 0;
+  }
+  w->records = 0;
 }
 
 /* Takes the done reports that have arrived; true when all have. */
@@ -678,8 +772,7 @@ int aoi_tick_end(aoi_world *w)
   w->tick++;
 
   /* The workers are idle: collect, recycle, count. */
-  for (unsigned s = 0; s < w->shard_count; s++)
-    w->shards[s].ops_queued = w->shards[s].arrivals_bound = 0;
+  end_queues(w);
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++)
       w->workers[i].handoffs_out[j].bound = 0;
@@ -698,11 +791,6 @@ int aoi_tick_end(aoi_world *w)
     st->handoffs += k->handoffs;
     st->events += k->events_made;
   }
-  for (uint32_t i = 0; i < w->chunks_used_count; i++) {
-    w->chunks_used[i]->next = w->chunk_pool;
-    w->chunk_pool = w->chunks_used[i];
-  }
-  w->chunks_used_count = 0;
   /* Handles removed before this tick are free once no view can hold them:
      after a tick that recomputed every view. A view held back by a failed
      tick may still hold one, and a new entity under it would pass for the
@@ -718,6 +806,7 @@ int aoi_tick_end(aoi_world *w)
     w->limbo_old[w->limbo_old_count++] = w->limbo[i];
   w->limbo_count = 0;
   aoi__segments_assign(w);
+  shrink_arrays(w);
   w->last_ghost_reach = w->command.ghost_reach;
   for (unsigned s = 0; s < w->shard_count; s++) {
     w->shard_entities[s] = w->shards[s].count;

@@ -4,15 +4,16 @@
  * Who owns what (the one rule every file keeps):
  *
  *  - The host thread owns the world between ticks: the id map, the handle
- *    table (struct aoi__host_entity), the op chunks it is filling, the
- *    pending list, and (between ticks) every outbox and the location table.
+ *    table (struct aoi__host_entity), the shards' op queues it is filling,
+ *    the pending list, and (between ticks) every outbox and the location
+ *    table.
  *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
  *    for every entity handle its shards own, that handle's entry in the
  *    location table (world->location) and, for watchers, its outbox
  *    (world->outbox). Ownership of a handle moves with the entity: a handoff
  *    message through a ring carries it from one worker to the next.
  *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
- *    (op chunks), host -> worker (tick commands), worker -> worker (handoff
+ *    (op queues), host -> worker (tick commands), worker -> worker (handoff
  *    and ghost batches), worker -> host (tick done). A push publishes with
  *    release and a pop acquires, so what the producer wrote before the push
  *    is visible to the consumer after the pop. Bells (sync.c) only wake
@@ -20,7 +21,8 @@
  *
  * Handles are 32-bit indices into the per-handle tables. A removed entity's
  * handle is reused only after the tick that applied the removal, when no view
- * can still hold it.
+ * can still hold it; one added and removed between the same two ticks was
+ * never seen, and is reused at once.
  */
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H
@@ -38,7 +40,6 @@
 #define AOI__NONE UINT32_MAX
 #define AOI__MAX_THREADS 256u
 #define AOI__MAX_SHARDS 4096u
-#define AOI__CHUNK_OPS 1024u
 /* A grid cell's side, as a share of the usual watcher reach. */
 #ifndef AOI__CELL_PER_REACH
 #define AOI__CELL_PER_REACH 0.5
@@ -63,6 +64,32 @@ int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
 /* The capacity a growing view or outbox takes: half as much room again as
    it needs, and at least `hint`, rounded up to a multiple of 8. */
 uint32_t aoi__roomy(uint32_t need, uint32_t hint);
+
+/* The most an array needed in the current and in the last period of a few
+   ticks (host only): what it keeps when a burst has passed. */
+typedef struct aoi__peak {
+  uint32_t now, last;
+} aoi__peak;
+
+static inline void aoi__peak_note(aoi__peak *peak, uint32_t need)
+{
+  if (need > peak->now)
+    peak->now = need;
+}
+static inline uint32_t aoi__peak_recent(const aoi__peak *peak)
+{
+  return peak->now > peak->last ? peak->now : peak->last;
+}
+static inline void aoi__peak_turn(aoi__peak *peak)
+{
+  peak->last = peak->now;
+  peak->now = 0;
+}
+/* Gives back the room of an array that grew for a burst: when it holds
+   more than 4x `recent` items (and more than a small floor), it shrinks to
+   aoi__roomy(recent). A failed shrink keeps the array as it was. */
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem);
 uint64_t aoi__now_ns(void);
 
 /* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */
@@ -348,28 +375,37 @@ typedef struct aoi__pending {
 
 /* ---- entities, shards, workers, world ---------------------------------- */
 
-typedef enum aoi__op_kind {
-  AOI__OP_ADD = 1,
-  AOI__OP_MOVE,
-  AOI__OP_RADIUS,
-  AOI__OP_LAYERS,
-  AOI__OP_REMOVE
-} aoi__op_kind;
+/* What a queued record changes (aoi__record.what). */
+#define AOI__RECORD_ADD 1u
+#define AOI__RECORD_MOVE 2u
+#define AOI__RECORD_RADIUS 4u
+#define AOI__RECORD_LAYERS 8u
+#define AOI__RECORD_REMOVE 16u
 
-typedef struct aoi__op {
-  uint32_t kind;
+/* Every operation submitted on one handle since the last tick, coalesced
+   into one record: the latest value of each field. A record that adds the
+   entity carries all of its fields and never removes it (an add and a
+   remove between the same two ticks cancel out); one that removes it
+   carries nothing else. The worker applies the add, the position, the
+   radius, the layers, then the removal. */
+typedef struct aoi__record {
   uint32_t handle;
+  uint32_t what; /* AOI__RECORD_* */
   uint64_t id;
   float x, y, radius;
   uint32_t flags, layers, interest;
-} aoi__op;
+  uint32_t target; /* host only: the shard its position names, whose
+                      arrival (if not this shard) the host has counted */
+} aoi__record;
 
-typedef struct aoi__chunk {
-  uint32_t count;
-  uint32_t shard;          /* whose ring it goes on */
-  struct aoi__chunk *next; /* in the host's free list */
-  aoi__op ops[AOI__CHUNK_OPS];
-} aoi__chunk;
+/* A shard's records for the next tick, at most one per handle
+   (world->queued finds it). Filled by the host between ticks, handed to
+   the shard's worker through its op ring, read by it during the tick. */
+typedef struct aoi__queue {
+  aoi__record *records;
+  uint32_t count, capacity;
+  aoi__peak peak; /* host only: records, per shrink period */
+} aoi__queue;
 
 /* A watcher's view: the handles of the markers it sees, ordered by their
    ids (world->idof). Four bytes an entry: the position a watcher was last
@@ -435,7 +471,8 @@ typedef struct aoi__location {
 
 typedef struct aoi__shard {
   uint32_t index;
-  aoi__ring *ops; /* host -> shard: op chunks, then the end marker */
+  aoi__ring *ops; /* host -> shard: &queue, once a tick */
+  aoi__queue queue;
   aoi__entity *entities;
   uint32_t count, capacity;
   aoi__ghost *ghosts;
@@ -452,10 +489,13 @@ typedef struct aoi__shard {
   /* Set when this tick's input to the shard is incomplete (a ghost could
      not be stored): its watchers keep their views and get no events. */
   bool degraded;
-  /* Host only, reset every tick: upper bounds on what the apply phase will
-     add to this shard, so the host can reserve it all before the tick. */
-  uint32_t ops_queued;     /* ops on this shard's ring */
-  uint32_t arrivals_bound; /* adds here plus moves that target here */
+  /* Host only, reset every tick: an upper bound on what the apply phase
+     will add to this shard, so the host can reserve it all before the
+     tick: its records that add, plus the records elsewhere whose position
+     names this shard. (The records bound its touched and departed.) */
+  uint32_t arrivals_bound;
+  aoi__peak entity_peak; /* host only: entities reserved, per period */
+  aoi__peak ghost_peak;  /* host only: ghosts held, per period */
 } aoi__shard;
 
 /* A batch of messages from one worker to another for one phase. */
@@ -464,6 +504,7 @@ typedef struct aoi__batch {
   uint32_t count, capacity;
   bool incomplete; /* an item could not be stored: the receiver degrades */
   uint32_t bound;  /* host only: handoffs it may carry this tick */
+  aoi__peak peak;  /* host only: items, per shrink period */
   void *items;     /* aoi__handoff or aoi__ghost */
 } aoi__batch;
 
@@ -558,6 +599,8 @@ struct aoi_world {
   uint32_t *record;                       /* per handle, see aoi__segment */
   uint64_t *idof;                         /* per handle: its id */
   uint8_t *in_pending;                    /* per handle: in backlog[] */
+  uint32_t *queued;        /* per handle: its record's index in the queue
+                              of the shard route() names, or AOI__NONE */
   uint32_t *free_handles; /* handle_capacity each, like every per-handle */
   uint32_t free_count;     /* table: one block, see host.c */
   uint32_t *limbo;         /* removed before this tick */
@@ -570,10 +613,7 @@ struct aoi_world {
   uint32_t backlog_count;
   uint32_t *assigned;      /* per handle: the segments' backlog lists */
   aoi__pending pending;
-  aoi__chunk **current; /* per shard: the chunk being filled */
-  aoi__chunk *chunk_pool;
-  aoi__chunk **chunks_used; /* pushed this tick */
-  uint32_t chunks_used_count, chunks_used_capacity;
+  uint32_t records; /* queued in all shards */
   uint64_t tick;
   bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
   uint64_t tick_started;  /* when the tick in flight began */
@@ -592,9 +632,6 @@ struct aoi_world {
   uint32_t *shard_entities;
   uint64_t *shard_ns;
 };
-
-/* The end-of-ops marker on a host -> shard ring. */
-extern aoi__chunk aoi__chunk_end;
 
 /* shard.c */
 void *aoi__worker_main(void *arg);

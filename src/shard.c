@@ -6,8 +6,9 @@
  * control ring. Then, for its shards (shard i belongs to worker
  * i % threads):
  *
- *  1. Apply. Drain each shard's op ring up to the end marker: adds, moves,
- *     radius and layer changes, removes. Every entity the ops added or moved
+ *  1. Apply. Take each shard's queue from its op ring and apply its records,
+ *     one per entity: adds, moves, radius and layer changes, removes (see
+ *     apply_record). Every entity the records added or moved
  *     is checked against the layout; one that now lies in another shard is
  *     handed off: moved directly when that shard is this worker's, or else
  *     appended to the handoff batch for the owning worker. Each worker then
@@ -225,60 +226,60 @@ static void depart(aoi__shard *s, const aoi__entity *e)
   d->kind = AOI__GHOST_DEPARTED;
 }
 
-static void apply_op(aoi__worker *k, aoi__shard *s, const aoi__op *op,
-                     uint64_t tick)
+/* Applies one entity's record: what a run of operations on it since the
+   last tick adds up to. The first move of a tick departs from where the
+   entity stood and touches it; a record moves it once, to where the last
+   move put it, which is what the run of moves did. */
+static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
+                         uint64_t tick)
 {
   aoi_world *w = k->world;
-  if (op->kind == AOI__OP_ADD) {
+  if (r->what & AOI__RECORD_ADD) {
     aoi__entity e = {0};
-    e.id = op->id;
-    e.handle = op->handle;
-    e.flags = op->flags;
-    e.x = op->x;
-    e.y = op->y;
-    e.radius = op->radius;
-    e.layers = op->layers;
-    e.interest = op->interest;
+    e.id = r->id;
+    e.handle = r->handle;
+    e.flags = r->flags;
+    e.x = r->x;
+    e.y = r->y;
+    e.radius = r->radius;
+    e.layers = r->layers;
+    e.interest = r->interest;
     e.touched = e.changed = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       fail(k, rc);
       return;
     }
-    touch(k, s, op->handle);
+    touch(k, s, r->handle);
     set_mark(w, &e);
     return;
   }
-  aoi__location *loc = &w->location[op->handle];
+  aoi__location *loc = &w->location[r->handle];
   aoi__entity *e = &s->entities[loc->slot];
   e->changed = tick;
-  switch (op->kind) {
-  case AOI__OP_MOVE:
+  if (r->what & AOI__RECORD_MOVE) {
     if (e->touched != tick) {
       depart(s, e);
       e->touched = tick;
-      touch(k, s, op->handle);
+      touch(k, s, r->handle);
     }
-    e->x = op->x;
-    e->y = op->y;
-    break;
-  case AOI__OP_RADIUS:
-    e->radius = op->radius;
-    break;
-  case AOI__OP_LAYERS:
-    e->layers = op->layers;
-    e->interest = op->interest;
-    break;
-  case AOI__OP_REMOVE:
+    e->x = r->x;
+    e->y = r->y;
+  }
+  if (r->what & AOI__RECORD_RADIUS)
+    e->radius = r->radius;
+  if (r->what & AOI__RECORD_LAYERS) {
+    e->layers = r->layers;
+    e->interest = r->interest;
+  }
+  if (r->what & AOI__RECORD_REMOVE) {
     if (e->touched != tick)
       depart(s, e);
     aoi__view_free(&w->allocator, &e->view);
-    w->mark[op->handle] = (aoi__mark){0, 0, 0, 0};
+    w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
     return;
-  default:
-    break;
   }
   set_mark(w, e);
 }
@@ -300,15 +301,11 @@ static void mark_moved(aoi__worker *k, const aoi__shard *s, uint64_t tick)
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   s->touched_count = s->departed_count = 0;
-  for (;;) {
-    aoi__chunk *c = aoi__ring_pop(s->ops);
-    if (c == NULL)
-      continue; /* cannot happen: the host pushed all before the command */
-    if (c == &aoi__chunk_end)
-      break;
-    for (uint32_t i = 0; i < c->count; i++)
-      apply_op(k, s, &c->ops[i], tick);
-  }
+  const aoi__queue *q;
+  while ((q = aoi__ring_pop(s->ops)) == NULL)
+    ; /* cannot happen: the host pushed it before the command */
+  for (uint32_t i = 0; i < q->count; i++)
+    apply_record(k, s, &q->records[i], tick);
 }
 
 /* Hands the entity at `slot` to the shard its position names, if that is
@@ -343,8 +340,8 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
   k->handoffs++;
 }
 
-/* The entities this tick's ops added or moved; all of them when the layout
-   changed. */
+/* The entities this tick's records added or moved; all of them when the
+   layout changed. */
 static void find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout)
 {
   aoi_world *w = k->world;

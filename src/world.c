@@ -100,6 +100,19 @@ uint32_t aoi__roomy(uint32_t need, uint32_t hint)
   return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
 }
 
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem)
+{
+  if (*cap <= 64 || *cap / 4 <= recent)
+    return;
+  uint32_t capacity = aoi__roomy(recent, 32);
+  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
+  if (p == NULL)
+    return;
+  *array = p;
+  *cap = capacity;
+}
+
 uint64_t aoi__now_ns(void)
 {
   struct timespec ts;
@@ -288,7 +301,7 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     goto fail;
   for (unsigned i = 0; i < w->shard_count; i++) {
     w->shards[i].index = i;
-    if ((w->shards[i].ops = aoi__ring_create(a, 64)) == NULL)
+    if ((w->shards[i].ops = aoi__ring_create(a, 4)) == NULL)
       goto fail;
   }
   w->peer = aoi__calloc(a, sizeof(aoi__ring *) * w->threads * w->threads);
@@ -358,6 +371,84 @@ int aoi_stats_get(const aoi_world *world, aoi_stats *stats)
 
 /* ---- invariants --------------------------------------------------------- */
 
+/* The op queues: one record per handle, in the queue of the shard that owns
+   it, found by its index; records that add carry nothing else to do, ones
+   that remove nothing else at all; and the bounds the host keeps for the
+   tick's reservation are exactly what the records count. */
+static bool queues_valid(const aoi_world *w)
+{
+  uint32_t total = 0;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    const aoi__queue *q = &w->shards[s].queue;
+    if (q->count > q->capacity)
+      return false;
+    total += q->count;
+    for (uint32_t i = 0; i < q->count; i++) {
+      const aoi__record *r = &q->records[i];
+      uint32_t h = r->handle;
+      if (h >= w->handle_count || w->queued[h] != i)
+        return false;
+      const aoi__host_entity *e = &w->host[h];
+      unsigned owner = e->born > w->tick ? e->shard : w->location[h].shard;
+      if (owner != s)
+        return false;
+      if ((r->what & AOI__RECORD_ADD) &&
+          (!(e->flags & AOI__LIVE) || e->born <= w->tick))
+        return false;
+      if ((r->what & AOI__RECORD_REMOVE) &&
+          (r->what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
+        return false;
+      if (!(r->what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
+        return false;
+      unsigned named = (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
+                           ? aoi__layout_shard(&w->layout, r->x, r->y)
+                           : s;
+      if (r->target != named)
+        return false;
+    }
+  }
+  if (total != w->records)
+    return false;
+  /* Recount the bounds from the records. */
+  uint32_t arrivals[AOI__MAX_SHARDS] = {0};
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    const aoi__queue *q = &w->shards[s].queue;
+    for (uint32_t i = 0; i < q->count; i++) {
+      const aoi__record *r = &q->records[i];
+      if (r->what & AOI__RECORD_ADD)
+        arrivals[s]++;
+      if (r->target != s)
+        arrivals[r->target]++;
+    }
+  }
+  for (unsigned s = 0; s < w->shard_count; s++)
+    if (arrivals[s] != w->shards[s].arrivals_bound)
+      return false;
+  for (unsigned i = 0; i < w->threads; i++) {
+    uint32_t bound[AOI__MAX_THREADS] = {0};
+    for (unsigned s = i; s < w->shard_count; s += w->threads) {
+      const aoi__queue *q = &w->shards[s].queue;
+      for (uint32_t k = 0; k < q->count; k++) {
+        unsigned to = aoi__worker_of(w, q->records[k].target);
+        if (to != i)
+          bound[to]++;
+      }
+    }
+    for (unsigned j = 0; j < w->threads; j++)
+      if (bound[j] != w->workers[i].handoffs_out[j].bound)
+        return false;
+  }
+  for (uint32_t h = 0; h < w->handle_count; h++)
+    if (w->queued[h] != AOI__NONE) {
+      unsigned owner = w->host[h].born > w->tick ? w->host[h].shard
+                                                 : w->location[h].shard;
+      if (owner >= w->shard_count ||
+          w->queued[h] >= w->shards[owner].queue.count)
+        return false;
+    }
+  return true;
+}
+
 bool aoi__world_valid(aoi_world *w)
 {
   if (!aoi__idmap_valid(&w->ids))
@@ -396,6 +487,8 @@ bool aoi__world_valid(aoi_world *w)
       return false;
     owned += w->shards[i].count;
   }
+  if (!queues_valid(w))
+    return false;
   /* Entities added since the last tick are not in any shard yet. */
   uint64_t unborn = 0;
   for (uint32_t h = 0; h < w->handle_count; h++)

@@ -218,7 +218,7 @@ static side *side_open(layout l, bool counting, float hysteresis)
   config.shards = l.shards;
   config.max_x = 1000;
   config.max_y = 1000;
-  config.max_radius = 120;
+  config.max_radius = 2000; /* queries reach as far as 2000 */
   config.hysteresis = hysteresis;
   config.allocator = c != NULL ? &hooks : NULL;
   int rc = aoi_create(&config, &s->w);
@@ -439,13 +439,13 @@ static void s_invalid_ops(side *s, uint64_t live, uint64_t dead)
   expect_code(s, "aoi_add at NaN", aoi_add(s->w, dead, NAN, 1, 1, WM, ALL, ALL),
               AOI_ECOORD, a);
   expect_code(s, "aoi_add beyond max_radius",
-              aoi_add(s->w, dead, 1, 1, 121, WM, ALL, ALL), AOI_ERADIUS, a);
+              aoi_add(s->w, dead, 1, 1, 2001, WM, ALL, ALL), AOI_ERADIUS, a);
   expect_code(s, "aoi_move of a dead id", aoi_move(s->w, dead, 1, 1),
               AOI_ENOENT, a);
   expect_code(s, "aoi_set_radius of a dead id", aoi_set_radius(s->w, dead, 1),
               AOI_ENOENT, a);
   expect_code(s, "aoi_set_radius beyond max_radius",
-              aoi_set_radius(s->w, live, 500), AOI_ERADIUS, a);
+              aoi_set_radius(s->w, live, 2500), AOI_ERADIUS, a);
   expect_code(s, "aoi_set_layers of a dead id",
               aoi_set_layers(s->w, dead, 1, 1), AOI_ENOENT, a);
   expect_code(s, "aoi_remove of a dead id", aoi_remove(s->w, dead), AOI_ENOENT,
