@@ -185,15 +185,17 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
  *  - the tick did not start (`tick` unchanged): nothing was applied, the
  *    submitted operations stay queued, and a later aoi_tick applies them;
  *  - the tick was applied (`tick` advanced; every operation applied, no
- *    entity lost) but some watchers' views could not be recomputed: those
- *    watchers keep their previous view and get no events this tick, and
- *    their next successful tick's events take them from that view to the
- *    new one (enters, leaves and moves alike: nothing is lost or
- *    duplicated, only late). The new view is computed from the view held,
- *    so with hysteresis it may settle differently than if nothing had
- *    failed, always within the visibility rules. Until then, queries may answer from their
- *    previous view, and a shard whose index could not be built answers
- *    circle and watcher queries as empty.
+ *    entity lost) but some watchers could not be given all their events.
+ *    A watcher whose new entries could not be stored gets its leaves and
+ *    moves now and its enters at a later tick (they are simply late). A
+ *    watcher whose events could not be stored at all keeps its previous
+ *    view and gets no events this tick; its next events take it from that
+ *    view to the new one, with a `move` for every entity it kept (at the
+ *    entity's current position, which may be the one it was last told).
+ *    Nothing is lost or duplicated. With hysteresis the views may then
+ *    settle differently than if nothing had failed, always within the
+ *    visibility rules. A shard whose index could not be built answers
+ *    circle and watcher queries as empty until the next tick.
  * Either way the world stays consistent and usable.
  */
 AOI_EXPORT int aoi_tick(aoi_world *world);
@@ -231,7 +233,10 @@ typedef struct aoi_event {
  * its outbox. Events accumulate across ticks until drained, so a host that
  * drains late loses nothing. *events is borrowed: valid until the next
  * aoi_tick, aoi_remove of this id, or aoi_destroy. Writes *count = 0 for a
- * live entity with no events. AOI_ENOENT when `id` is not live.
+ * live entity with no events. AOI_ENOENT when `id` is not live; AOI_ENOMEM
+ * when the last tick's events cannot be laid out in the outbox (they are
+ * kept compact until read: see aoi_deliver, the path that needs no lookup
+ * and no memory of its own).
  */
 AOI_EXPORT int aoi_drain(aoi_world *world, uint64_t id,
                          const aoi_event **events, size_t *count);
