@@ -6,8 +6,9 @@
  * A run is one scenario (scenario.c) at one thread count:
  *  1. A fresh crowd from --seed and a fresh world over [0, side]^2, where
  *     side = sqrt(N pi R^2 / K) so that each entity sees about K others
- *     (--entities N, --radius R, --neighbours K); max_radius R, an allocator
- *     hook that counts bytes and calls.
+ *     (--entities N, --radius R, --neighbours K); max_radius R (but see the
+ *     cliff scenarios below), an allocator hook that counts bytes and
+ *     calls.
  *  2. A warm-up tick: every entity added (a share --players of them are
  *     players, watcher and marker; the others NPCs, markers only), aoi_tick,
  *     drain.
@@ -55,8 +56,31 @@
  *   checksum        of every event of every tick, warm-up included: the same
  *                   for every thread and shard count, and the baseline's
  *
+ * The cliff scenarios (outlier, spectator, mixed-radius, flood: scenario.c)
+ * are the uniform crowd plus an odd part that should cost little: one far
+ * marker, one spectator camera, a few long-sighted watchers, a flood of
+ * operations. One odd entity or one flood must not slow a whole shard, so
+ * before each of their runs the same crowd without the odd part (`plain`:
+ * the same seed, entities and operations, but the odd part's) runs at the
+ * same thread and shard counts in the same world configuration, and the
+ * run also reports
+ *   cliff           its median tick / the plain run's (cliff_ratio), and
+ *                   likewise for submit (cliff_submit_ratio); 1 means the
+ *                   odd part cost nothing. The baseline is fed the plain
+ *                   crowd too: its own ratio (baseline_cliff_ratio) tells
+ *                   what the odd part costs a plain nine-grid, the work
+ *                   it adds (a long-sighted watcher's events) included
+ * Their world's max_radius is --max-radius, by default the largest radius
+ * the scenario gives anyone: --radius; --radius x the --mix factor for
+ * mixed-radius; for spectator, whose camera sees max_radius far, the
+ * library's default max_radius (500) or --radius where that is larger. The
+ * baseline's grid is cut for --radius whatever max_radius is. Under
+ * --verify the plain runs are verified too. A flood ends every tick where
+ * its plain crowd does, so their checksums must match.
+ *
  * Exit status: 0; 1 when a check failed (a --verify difference, checksums
- * that differ across the sweep or from the baseline's, an API error); 2 for
+ * that differ across the sweep or from the baseline's, a flood's that
+ * differs from its plain crowd's, an API error); 2 for
  * a bad command line. With --json, stdout holds only the JSON lines; the
  * warnings, and the progress line when stderr is a terminal, go to stderr.
  */
@@ -70,6 +94,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -181,14 +206,13 @@ static void check(int rc, const char *call)
     bench_die("%s failed: %s", call, aoi_strerror(rc));
 }
 
-static void submit_engine(aoi_world *world, const bench_op *ops, size_t n,
-                          float radius)
+static void submit_engine(aoi_world *world, const bench_op *ops, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
     int rc;
     if (op->kind == BENCH_OP_ADD)
-      rc = aoi_add(world, op->id, op->x, op->y, radius, op->flags,
+      rc = aoi_add(world, op->id, op->x, op->y, op->radius, op->flags,
                    UINT32_MAX, UINT32_MAX);
     else if (op->kind == BENCH_OP_MOVE)
       rc = aoi_move(world, op->id, op->x, op->y);
@@ -200,14 +224,13 @@ static void submit_engine(aoi_world *world, const bench_op *ops, size_t n,
   }
 }
 
-static void submit_baseline(baseline *b, const bench_op *ops, size_t n,
-                            float radius)
+static void submit_baseline(baseline *b, const bench_op *ops, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
     int rc;
     if (op->kind == BENCH_OP_ADD)
-      rc = baseline_add(b, op->id, op->x, op->y, radius, op->flags,
+      rc = baseline_add(b, op->id, op->x, op->y, op->radius, op->flags,
                         UINT32_MAX, UINT32_MAX);
     else if (op->kind == BENCH_OP_MOVE)
       rc = baseline_move(b, op->id, op->x, op->y);
@@ -531,14 +554,25 @@ static double world_side(const bench_options *o)
               o->neighbours);
 }
 
-static crowd *new_crowd(const bench_options *o, const scenario_result *s)
+/* The scenario's crowd; with `plain`, without its odd part. */
+static crowd *new_crowd(const bench_options *o, const scenario_result *s,
+                        int plain)
 {
   crowd_params params;
+  memset(&params, 0, sizeof(params));
   params.entities = o->entities;
   params.side = s->side;
   params.step = s->step;
   params.players = o->players;
+  params.radius = (float)o->radius;
   params.seed = o->seed;
+  params.plain = plain;
+  params.outlier_x = o->outlier_x;
+  params.outlier_y = o->outlier_y;
+  params.spectator_radius = s->max_radius;
+  params.mix_share = o->mix_share;
+  params.mix_radius = s->mix_radius;
+  params.flood = o->flood;
   return crowd_create(s->sc, &params);
 }
 
@@ -551,7 +585,7 @@ static void make_config(const bench_options *o, const scenario_result *s,
   config->min_y = 0;
   config->max_x = (float)s->side;
   config->max_y = (float)s->side;
-  config->max_radius = (float)o->radius;
+  config->max_radius = s->max_radius;
   config->hysteresis = (float)o->hysteresis;
   config->move_events = o->moves;
   config->shape = o->shape;
@@ -596,16 +630,16 @@ static void samples_free(samples *t)
   free(t->base_submit);
 }
 
-/* One run of the engine at `threads`; with `lockstep`, the baseline runs
-   beside it and every tick is verified, and when `base` is not NULL the
-   baseline's figures are kept there. */
+/* One run of the engine at `threads`, of the scenario's crowd or, with
+   `plain`, of the crowd without its odd part; with `lockstep`, the
+   baseline runs beside it and every tick is verified, and when `base` is
+   not NULL the baseline's figures are kept there. */
 static void run_engine(const bench_options *o, const scenario_result *s,
-                       unsigned threads, int lockstep, run_result *r,
-                       baseline_result *base)
+                       unsigned threads, int plain, int lockstep,
+                       run_result *r, baseline_result *base)
 {
   unsigned ticks = o->ticks, from = ticks / 2; /* allocs: the last half */
-  float radius = (float)o->radius;
-  crowd *c = new_crowd(o, s);
+  crowd *c = new_crowd(o, s, plain);
   heap_meter meter;
   meter_init(&meter);
   aoi_allocator hook = {meter_alloc, meter_realloc, meter_free, &meter};
@@ -617,7 +651,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   rss_reset();
   aoi_world *world;
   check(aoi_create(&config, &world), "aoi_create");
-  baseline *b = lockstep ? baseline_create(&config) : NULL;
+  baseline *b = lockstep ? baseline_create(&config, o->radius) : NULL;
   aoi_stats stats;
   check(aoi_stats_get(world, &stats), "aoi_stats_get");
   unsigned shards = stats.shards;
@@ -628,8 +662,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   delivery pool;
   delivery_init(&pool, world, lockstep ? 1 : stats.threads);
   char label[96];
-  snprintf(label, sizeof(label), "%s t=%u%s", s->sc->name, threads,
-           lockstep ? " verify" : "");
+  snprintf(label, sizeof(label), "%s%s t=%u%s", s->sc->name,
+           plain ? " plain" : "", threads, lockstep ? " verify" : "");
 
   uint64_t checksum = BENCH_CHECKSUM_SEED, base_checksum = BENCH_CHECKSUM_SEED;
   double updates = 0, events = 0, ghosts = 0, handoffs = 0, base_events = 0;
@@ -639,7 +673,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
-    submit_engine(world, ops, n, radius);
+    submit_engine(world, ops, n);
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
     check(aoi_tick(world), "aoi_tick");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
@@ -661,7 +695,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     uint64_t b0 = 0, b1 = 0, b2 = 0, base_drained = 0;
     if (b != NULL) {
       b0 = bench_now_ns();
-      submit_baseline(b, ops, n, radius);
+      submit_baseline(b, ops, n);
       b1 = bench_now_ns();
       baseline_tick(b);
       b2 = bench_now_ns();
@@ -769,20 +803,21 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   samples_free(&t);
 }
 
-/* The baseline alone, fed the same operations as the engine. */
+/* The baseline alone, fed the same operations as the engine (with
+   `plain`, the plain crowd's). */
 static void run_baseline(const bench_options *o, const scenario_result *s,
-                         baseline_result *out)
+                         int plain, baseline_result *out)
 {
   unsigned ticks = o->ticks;
-  float radius = (float)o->radius;
-  crowd *c = new_crowd(o, s);
+  crowd *c = new_crowd(o, s, plain);
   aoi_config config;
   make_config(o, s, &config);
-  baseline *b = baseline_create(&config);
+  baseline *b = baseline_create(&config, o->radius);
   double *tick_ms = bench_calloc(ticks, sizeof(double));
   double *submit_ms = bench_calloc(ticks, sizeof(double));
   char label[96];
-  snprintf(label, sizeof(label), "%s baseline", s->sc->name);
+  snprintf(label, sizeof(label), "%s%s baseline", s->sc->name,
+           plain ? " plain" : "");
   uint64_t checksum = BENCH_CHECKSUM_SEED;
   double events = 0;
   for (unsigned tick = 0; tick <= ticks; tick++) {
@@ -790,7 +825,7 @@ static void run_baseline(const bench_options *o, const scenario_result *s,
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
     uint64_t s0 = bench_now_ns();
-    submit_baseline(b, ops, n, radius);
+    submit_baseline(b, ops, n);
     uint64_t s1 = bench_now_ns();
     baseline_tick(b);
     uint64_t s2 = bench_now_ns();
@@ -815,8 +850,38 @@ static void run_baseline(const bench_options *o, const scenario_result *s,
   free(submit_ms);
 }
 
-/* Runs one scenario at every thread count, then the baseline, and reports.
-   Returns the exit status: 1 when the checksums disagree. */
+/* The radius of mixed-radius's long-sighted watchers. */
+static float mix_radius(const bench_options *o)
+{
+  return (float)(o->radius * o->mix_factor);
+}
+
+/* The world's max_radius for a scenario: --max-radius, or the largest
+   radius the scenario gives anyone (the spectator's camera: the library's
+   default max_radius, at least --radius). */
+static float max_radius_of(const bench_options *o, const scenario *sc)
+{
+  float radius = (float)o->radius;
+  if (o->max_radius_given)
+    return (float)o->max_radius;
+  if (sc->odd == BENCH_ODD_SPECTATOR) {
+    aoi_config defaults;
+    aoi_config_default(&defaults);
+    return defaults.max_radius > radius ? defaults.max_radius : radius;
+  }
+  if (sc->odd == BENCH_ODD_MIXED && mix_radius(o) > radius)
+    return mix_radius(o);
+  return radius;
+}
+
+static double ratio(double a, double b)
+{
+  return b > 0 ? a / b : NAN;
+}
+
+/* Runs one scenario at every thread count (a cliff scenario's plain crowd
+   just before each), then the baseline, and reports. Returns the exit
+   status: 1 when the checksums disagree. */
 static int run_scenario(const bench_options *o, const scenario *sc)
 {
   scenario_result s;
@@ -824,13 +889,35 @@ static int run_scenario(const bench_options *o, const scenario *sc)
   s.sc = sc;
   s.side = world_side(o);
   s.step = o->step_given ? o->step : o->radius / 20;
+  s.max_radius = max_radius_of(o, sc);
+  s.mix_radius = mix_radius(o);
   s.run_count = o->thread_count;
   s.runs = bench_calloc(s.run_count, sizeof(*s.runs));
-  for (size_t k = 0; k < s.run_count; k++)
-    run_engine(o, &s, o->threads[k], o->verify, &s.runs[k],
+  for (size_t k = 0; k < s.run_count; k++) {
+    run_result *r = &s.runs[k], plain;
+    if (sc->odd != BENCH_ODD_NONE) {
+      memset(&plain, 0, sizeof(plain));
+      run_engine(o, &s, o->threads[k], 1, o->verify, &plain,
+                 k == 0 && o->verify ? &s.plain_base : NULL);
+      free(plain.shard);
+    }
+    run_engine(o, &s, o->threads[k], 0, o->verify, r,
                k == 0 && o->verify ? &s.base : NULL);
-  if (o->baseline && !o->verify)
-    run_baseline(o, &s, &s.base);
+    if (sc->odd != BENCH_ODD_NONE) {
+      r->has_plain = 1;
+      r->plain_tick_ms_median = plain.tick_ms_median;
+      r->plain_submit_ms_median = plain.submit_ms_median;
+      r->plain_checksum = plain.checksum;
+      r->cliff_ratio = ratio(r->tick_ms_median, plain.tick_ms_median);
+      r->cliff_submit_ratio =
+          ratio(r->submit_ms_median, plain.submit_ms_median);
+    }
+  }
+  if (o->baseline && !o->verify) {
+    if (sc->odd != BENCH_ODD_NONE)
+      run_baseline(o, &s, 1, &s.plain_base);
+    run_baseline(o, &s, 0, &s.base);
+  }
 
   const run_result *first = &s.runs[0];
   for (size_t k = 0; k < s.run_count; k++) {
@@ -856,6 +943,33 @@ static int run_scenario(const bench_options *o, const scenario *sc)
               first->shards);
       status = BENCH_EXIT_FAIL;
     }
+  for (size_t k = 1; k < s.run_count; k++)
+    if (s.runs[k].has_plain &&
+        s.runs[k].plain_checksum != first->plain_checksum) {
+      fprintf(stderr, "aoi-bench: warning: %s: the plain crowd's checksum"
+              " with %u threads and %u shards differs from the one with %u"
+              " threads and %u shards\n",
+              sc->name, s.runs[k].threads, s.runs[k].shards, first->threads,
+              first->shards);
+      status = BENCH_EXIT_FAIL;
+    }
+  if (sc->odd == BENCH_ODD_FLOOD)
+    for (size_t k = 0; k < s.run_count; k++)
+      if (s.runs[k].checksum != s.runs[k].plain_checksum) {
+        fprintf(stderr, "aoi-bench: warning: flood: with %u threads the"
+                " events differ from the plain crowd's, though only the"
+                " last position counts\n",
+                s.runs[k].threads);
+        status = BENCH_EXIT_FAIL;
+      }
+  if (s.plain_base.ran)
+    for (size_t k = 0; k < s.run_count; k++)
+      if (s.runs[k].plain_checksum != s.plain_base.checksum) {
+        fprintf(stderr, "aoi-bench: warning: %s: the plain crowd's checksum"
+                " with %u threads differs from the baseline's\n",
+                sc->name, s.runs[k].threads);
+        status = BENCH_EXIT_FAIL;
+      }
   if (s.base.ran)
     for (size_t k = 0; k < s.run_count; k++)
       if (s.runs[k].checksum != s.base.checksum) {
@@ -902,6 +1016,15 @@ static void usage(FILE *out)
       "(default 0)\n"
       "  --rebalance N      ticks between shard rebalances; 0 = never\n"
       "                     (default: the library's, 16)\n"
+      "  --max-radius R     the world's max_radius (default: the largest\n"
+      "                     radius the scenario gives anyone; see below)\n"
+      "  --outlier-at X,Y   outlier: where the far marker stands\n"
+      "                     (default 3e38,3e38)\n"
+      "  --mix SHARE:FACTOR mixed-radius: that share of the watchers has\n"
+      "                     FACTOR x --radius (default 0.01:10)\n"
+      "  --flood K          flood: moves per entity a tick, to random points"
+      "\n"
+      "                     of the map and its real step last (default 16)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --verify           compare every event with the baseline's; exit 1\n"
       "                     at the first difference (for checking, not "
@@ -911,8 +1034,17 @@ static void usage(FILE *out)
       "\n"
       "scenarios:\n");
   for (size_t i = 0; i < bench_scenario_count; i++)
-    fprintf(out, "  %-10s %s\n", bench_scenarios[i].name,
+    fprintf(out, "  %-12s %s\n", bench_scenarios[i].name,
             bench_scenarios[i].summary);
+  fprintf(out,
+      "\n"
+      "outlier, spectator, mixed-radius and flood are cliffs: before each of\n"
+      "their runs, the same crowd without its odd part runs at the same\n"
+      "threads and shards, and the run reports its median tick and submit\n"
+      "over that one's (JSON: cliff_ratio, cliff_submit_ratio). Their\n"
+      "max_radius is --radius, but for mixed-radius --radius x FACTOR, and\n"
+      "for spectator, whose camera has radius max_radius, the library's\n"
+      "default 500 (or --radius if larger).\n");
 }
 
 static void usage_error(const char *format, ...)
@@ -953,6 +1085,21 @@ static double parse_number(const char *flag, const char *text)
   if (errno != 0 || end == text || *end != '\0' || !isfinite(v))
     usage_error("%s: '%s' is not a finite number", flag, text);
   return v;
+}
+
+/* "X<sep>Y" into two finite numbers. */
+static void parse_pair(const char *flag, const char *text, char sep,
+                       double *a, double *b)
+{
+  const char *mid = strchr(text, sep);
+  char first[64];
+  if (mid == NULL || (size_t)(mid - text) >= sizeof(first))
+    usage_error("%s: '%s' is not two numbers separated by '%c'", flag, text,
+                sep);
+  memcpy(first, text, (size_t)(mid - text));
+  first[mid - text] = '\0';
+  *a = parse_number(flag, first);
+  *b = parse_number(flag, mid + 1);
 }
 
 /* "1,2,4" into a new array of unsigned in [min, max]. */
@@ -1026,6 +1173,10 @@ static void parse_options(int argc, char **argv, bench_options *o)
   aoi_config defaults;
   aoi_config_default(&defaults);
   o->rebalance = defaults.rebalance_interval;
+  o->outlier_x = o->outlier_y = 3e38f;
+  o->mix_share = 0.01;
+  o->mix_factor = 10;
+  o->flood = 16;
   const char *scenarios = "uniform";
   const char *threads = getenv("AOI_THREADS");
   const char *threads_flag = "AOI_THREADS";
@@ -1099,6 +1250,20 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->hysteresis = parse_number(flag, value);
     else if (strcmp(flag, "--rebalance") == 0)
       o->rebalance = (unsigned)parse_unsigned(flag, value, 0, UINT32_MAX);
+    else if (strcmp(flag, "--max-radius") == 0) {
+      o->max_radius = parse_number(flag, value);
+      o->max_radius_given = 1;
+    } else if (strcmp(flag, "--outlier-at") == 0) {
+      double x, y;
+      parse_pair(flag, value, ',', &x, &y);
+      if (fabs(x) > FLT_MAX || fabs(y) > FLT_MAX)
+        usage_error("--outlier-at: '%s' is beyond the floats", value);
+      o->outlier_x = (float)x;
+      o->outlier_y = (float)y;
+    } else if (strcmp(flag, "--mix") == 0)
+      parse_pair(flag, value, ':', &o->mix_share, &o->mix_factor);
+    else if (strcmp(flag, "--flood") == 0)
+      o->flood = (unsigned)parse_unsigned(flag, value, 1, 1024);
     else if (strcmp(flag, "--moves") == 0) {
       if (strcmp(value, "on") == 0)
         o->moves = 1;
@@ -1134,11 +1299,24 @@ static void parse_options(int argc, char **argv, bench_options *o)
     usage_error("--players must be in [0, 1]");
   if (o->hysteresis < 0)
     usage_error("--hysteresis must be >= 0");
+  if (o->max_radius_given &&
+      !(o->max_radius >= o->radius && o->max_radius <= 1e9))
+    usage_error("--max-radius must be at least --radius (and at most 1e9)");
+  if (!(o->mix_share >= 0 && o->mix_share <= 1))
+    usage_error("--mix: the share must be in [0, 1]");
+  if (!(o->mix_factor > 0) || o->radius * o->mix_factor > 1e9)
+    usage_error("--mix: the factor must be > 0 (and radius x factor at most"
+                " 1e9)");
   if (o->verify && !o->baseline)
     usage_error("--verify compares with the baseline: not with "
                 "--no-baseline");
   o->threads = parse_list(threads_flag, threads, 256, &o->thread_count);
   o->scenarios = parse_scenarios(scenarios, &o->scenario_count);
+  for (size_t i = 0; i < o->scenario_count; i++)
+    if (o->scenarios[i]->odd == BENCH_ODD_MIXED && o->max_radius_given &&
+        mix_radius(o) > (float)o->max_radius)
+      usage_error("mixed-radius: --radius x the --mix factor is above"
+                  " --max-radius");
 }
 
 int main(int argc, char **argv)

@@ -12,10 +12,12 @@
  *  1. Counting-sorts the live markers into a uniform grid over the world's
  *     bounds (positions outside are clamped into the edge cells: clamping is
  *     monotonic, so a neighbour within n cells stays within n cells). For
- *     circle and square views the cell is the largest reach, a hair wider,
- *     so a watcher scans the 3 x 3 cells around its own; for `cells C` the
- *     grid is the spec's own C-grid (C doubled while the grid would be too
- *     big) and a watcher scans ceil(reach / C) cells each way.
+ *     circle and square views the cell is the crowd's reach (the radius
+ *     baseline_create is given, plus the hysteresis), a hair wider, so such
+ *     a watcher scans the 3 x 3 cells around its own, and one that sees
+ *     farther scans floor(reach / cell) + 1 cells each way; for `cells C`
+ *     the grid is the spec's own C-grid (C doubled while the grid would be
+ *     too big) and a watcher scans ceil(reach / C) cells each way.
  *  2. For each watcher: gathers the markers of those cells that pass the
  *     layer test and the spec's visibility test at reach + hysteresis (the
  *     most any of them may have), sorts them by id, and walks them beside
@@ -307,7 +309,7 @@ static void grid_layout(baseline *b, const aoi_config *config, double reach)
     b->width = (int)(floor(floor(max_x / c) / b->multiple) - b->origin_x) + 1;
     b->height = (int)(floor(floor(max_y / c) / b->multiple) - b->origin_y) + 1;
   } else {
-    /* A hair wider than the largest reach, so that it spans one cell. */
+    /* A hair wider than the crowd's reach, so that it spans one cell. */
     b->grid_cell = reach * (1 + 1.0 / 65536);
     if (b->grid_cell < extent / (GRID_MAX - 1))
       b->grid_cell = extent / (GRID_MAX - 1);
@@ -324,7 +326,7 @@ static void grid_layout(baseline *b, const aoi_config *config, double reach)
 
 /* ---- lifecycle and operations ------------------------------------------- */
 
-baseline *baseline_create(const aoi_config *config)
+baseline *baseline_create(const aoi_config *config, double radius)
 {
   baseline *b = bench_calloc(1, sizeof(*b));
   b->bytes = b->peak_bytes = sizeof(*b);
@@ -334,7 +336,7 @@ baseline *baseline_create(const aoi_config *config)
   b->cell_size = config->cell_size;
   b->next_serial = 1;
   map_rehash(b, 1024);
-  grid_layout(b, config, (double)config->max_radius + b->hysteresis);
+  grid_layout(b, config, radius + b->hysteresis);
   return b;
 }
 

@@ -19,10 +19,12 @@
 
 typedef struct baseline baseline;
 
-/* Uses max_radius, hysteresis, move_events, shape, cell_size and the
-   bounds (to size its grid; entities outside are still fine). Exits on
-   out of memory, as the bench does. */
-baseline *baseline_create(const aoi_config *config);
+/* Uses hysteresis, move_events, shape, cell_size and the bounds (to size
+   its grid; entities outside are still fine). The grid is cut for
+   watchers of view radius `radius` (the crowd's, not max_radius: one
+   long-sighted watcher does not coarsen everyone's scan, it scans more
+   cells itself). Exits on out of memory, as the bench does. */
+baseline *baseline_create(const aoi_config *config, double radius);
 /* Accepts NULL. */
 void baseline_destroy(baseline *b);
 

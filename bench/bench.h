@@ -82,11 +82,12 @@ typedef enum bench_op_kind {
   BENCH_OP_REMOVE = 2
 } bench_op_kind;
 
-/* One call a scenario makes before a tick. Adds use the crowd's radius,
-   every layer and every interest. */
+/* One call a scenario makes before a tick. Adds use every layer and every
+   interest. */
 typedef struct bench_op {
   uint64_t id;
   float x, y;          /* add, move */
+  float radius;        /* add: the view radius */
   uint8_t kind;        /* a bench_op_kind */
   uint8_t flags;       /* add: AOI_WATCHER and/or AOI_MARKER */
 } bench_op;

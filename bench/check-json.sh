@@ -7,8 +7,10 @@
 # Two scenarios at two thread counts must give four lines; each line must be
 # one flat object ({...} with no nested braces) holding every required key
 # with a number (or null, or a string where one is due). A run with
-# --no-baseline must carry the baseline keys as null. Where python3 exists,
-# every line must also parse as JSON. No timing is checked.
+# --no-baseline must carry the baseline keys as null, a scenario with no
+# odd part the cliff keys; the four cliff scenarios must carry them as
+# numbers, with the odd part's parameters. Where python3 exists, every line
+# must also parse as JSON. No timing is checked.
 set -u
 
 bench=${1:?usage: check-json.sh PATH/TO/aoi-bench}
@@ -20,7 +22,9 @@ numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   updates_per_s events_per_s imbalance peak_rss_bytes bytes_per_entity
   allocs_per_tick drain_ms_median submit_ms_median apply_ms_median
   exchange_ms_median compute_ms_median handoffs_per_tick ghosts_per_tick
-  speedup efficiency baseline_tick_ms_median baseline_speedup"
+  speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
+  plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio
+  outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio"
 
 # check FILE LINES: FILE holds LINES well-formed lines with every key.
 check() {
@@ -42,10 +46,13 @@ check() {
       fail=1
     fi
   done
-  n=$(grep -c -E '[{,]"scenario":"[a-z]+"[,}]' "$file")
+  n=$(grep -c -E '[{,]"scenario":"[a-z-]+"[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad scenario key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"checksum":"[0-9a-f]{16}"[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad checksum key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"plain_checksum_match":(true|false|null)[,}]' "$file")
+  [ "$n" -eq "$want" ] ||
+    { echo "check-json: bad plain_checksum_match key" >&2; fail=1; }
   if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys
 for line in open(sys.argv[1]):
@@ -65,6 +72,43 @@ for s in uniform churn; do
   n=$(grep -c "\"scenario\":\"$s\"" "$tmp/sweep")
   [ "$n" -eq 2 ] || { echo "check-json: $n lines for $s" >&2; fail=1; }
 done
+n=$(grep -c '"cliff_ratio":null' "$tmp/sweep")
+[ "$n" -eq 4 ] || { echo "check-json: a cliff figure without a cliff" >&2; fail=1; }
+
+# has KEY VALUE SCENARIO: every line of SCENARIO in $tmp/cliffs has KEY as
+# VALUE (an extended regex), and there are two of them.
+has() {
+  n=$(grep "\"scenario\":\"$3\"" "$tmp/cliffs" |
+      grep -c -E "[{,]\"$1\":$2[,}]")
+  [ "$n" -eq 2 ] ||
+    { echo "check-json: $3: $1 is not $2 in $n of 2 lines" >&2; fail=1; }
+}
+if ! "$bench" --json --scenario outlier,spectator,mixed-radius,flood \
+     --entities 500 --ticks 3 --threads 1,2 --shards 2 --flood 3 \
+     --outlier-at 1e5,-2e5 --mix 0.02:4 >"$tmp/cliffs" 2>"$tmp/err"; then
+  echo "check-json: the cliff scenarios failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/cliffs" 8
+number='-?[0-9][0-9.eE+-]*'
+for s in outlier spectator mixed-radius flood; do
+  for key in plain_tick_ms_median plain_submit_ms_median cliff_ratio \
+             cliff_submit_ratio baseline_cliff_ratio; do
+    has "$key" "$number" "$s"
+  done
+done
+has outlier_x 100000 outlier
+has outlier_y -200000 outlier
+has plain_checksum_match true outlier
+has max_radius 500 spectator
+has plain_checksum_match false spectator
+has mix_share 0.02 mixed-radius
+has mix_radius 40 mixed-radius
+has max_radius 40 mixed-radius
+has flood 3 flood
+has plain_checksum_match true flood
+has flood null outlier
 
 if ! "$bench" --json --no-baseline --scenario idle --entities 500 --ticks 2 \
      --threads 1 >"$tmp/alone" 2>"$tmp/err"; then

@@ -50,8 +50,27 @@ expect 2 --step -1
 expect 2 --hysteresis -1
 expect 2 --json=yes
 expect 2 --verify --no-baseline
+expect 2 --max-radius 5
+expect 2 --max-radius inf
+expect 2 --outlier-at 1
+expect 2 --outlier-at ,1
+expect 2 --outlier-at 1,nan
+expect 2 --outlier-at 1e39,0
+expect 2 --mix 0.01
+expect 2 --mix 1.5:10
+expect 2 --mix 0.01:0
+expect 2 --mix 0.01:1e9
+expect 2 --flood 0
+expect 2 --flood 2000
+expect 2 --scenario mixed-radius --max-radius 50
+expect 0 --scenario mixed-radius --max-radius 50 --mix 0.05:5 --entities 200 \
+  --ticks 1 --threads 1
 expect 0 --help
 grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
+for word in mixed-radius --outlier-at --mix --flood --max-radius cliff_ratio; do
+  grep -q -e "$word" "$tmp/out" ||
+    { echo "check-usage: --help does not tell of $word" >&2; fail=1; }
+done
 AOI_THREADS=lots
 export AOI_THREADS
 expect 2 --entities 10

@@ -4,7 +4,8 @@
  * the sweep table; report_json writes one object per (scenario, threads)
  * run on one line, and nothing else. A figure that was not measured (the
  * baseline under --no-baseline, RSS without /proc) is `null` in JSON and
- * `-` for people.
+ * `-` for people; so are the cliff figures (plain_*, cliff_*, and the odd
+ * part's parameters) of a scenario that has no odd part.
  */
 #include "report.h"
 
@@ -39,6 +40,16 @@ static double baseline_speedup(const scenario_result *s, const run_result *r)
   return s->base.tick_ms_median / r->tick_ms_median;
 }
 
+/* The baseline's median tick with the odd part over its median without:
+   what the odd part costs a nine-grid. NAN without both. */
+static double baseline_cliff_ratio(const scenario_result *s)
+{
+  if (!s->base.ran || !s->plain_base.ran ||
+      !(s->plain_base.tick_ms_median > 0))
+    return NAN;
+  return s->base.tick_ms_median / s->plain_base.tick_ms_median;
+}
+
 /* ---- for people --------------------------------------------------------- */
 
 static void print_run(const bench_options *o, const scenario_result *s,
@@ -65,6 +76,13 @@ static void print_run(const bench_options *o, const scenario_result *s,
     printf("    host ms     submit %.3f  drain %.3f  (medians: the calls before"
            " the tick; pending + drain + checksum after)\n",
            r->submit_ms_median, r->drain_ms_median);
+  if (r->has_plain)
+    printf("    cliff       tick %.2fx  submit %.2fx  (medians over the plain"
+           " crowd's, run just before: tick %.3f ms, submit %.3f ms; events"
+           " %s)\n",
+           r->cliff_ratio, r->cliff_submit_ratio, r->plain_tick_ms_median,
+           r->plain_submit_ms_median,
+           r->checksum == r->plain_checksum ? "the same" : "differ");
   double seconds = r->tick_ms_median / 1e3;
   printf("    throughput  %.3g updates/s  %.3g events/s  (a tick's, over the"
          " median tick)\n",
@@ -113,8 +131,10 @@ static void print_run(const bench_options *o, const scenario_result *s,
 
 static void print_sweep(const scenario_result *s)
 {
+  int cliff = s->sc->odd != BENCH_ODD_NONE;
   printf("\n  sweep   threads  shards  tick ms    p99 ms  speedup  "
-         "efficiency  vs baseline  checksum\n");
+         "efficiency  vs baseline  %schecksum\n",
+         cliff ? "  cliff  " : "");
   for (size_t k = 0; k < s->run_count; k++) {
     const run_result *r = &s->runs[k];
     double vs = baseline_speedup(s, r);
@@ -125,6 +145,8 @@ static void print_sweep(const scenario_result *s)
       printf("%10.2fx", vs);
     else
       printf("%11s", "-");
+    if (cliff)
+      printf("  %6.2fx", r->cliff_ratio);
     printf("  %016" PRIx64 "\n", r->checksum);
   }
 }
@@ -140,15 +162,45 @@ void report_human(const bench_options *o, const scenario_result *s)
   if (o->shape == AOI_SHAPE_CELLS)
     printf(" %g", o->cell_size);
   printf(", hysteresis %g, moves %s; seed %" PRIu64 "; %u ticks after 1"
-         " warm-up\n",
-         o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks);
+         " warm-up; max_radius %g\n",
+         o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks,
+         (double)s->max_radius);
+  switch (s->sc->odd) {
+  case BENCH_ODD_OUTLIER:
+    printf("  odd part    one marker, id %" PRIu32 " + 1, standing at (%g,"
+           " %g)\n",
+           o->entities, (double)o->outlier_x, (double)o->outlier_y);
+    break;
+  case BENCH_ODD_SPECTATOR:
+    printf("  odd part    one watcher (not a marker), id %" PRIu32 " + 1,"
+           " radius %g, standing at the centre\n",
+           o->entities, (double)s->max_radius);
+    break;
+  case BENCH_ODD_MIXED:
+    printf("  odd part    %g%% of the watchers have radius %g\n",
+           100 * o->mix_share, (double)s->mix_radius);
+    break;
+  case BENCH_ODD_FLOOD:
+    printf("  odd part    %u moves per entity a tick, its step last; the"
+           " plain crowd makes its step alone (1%% respawn in both)\n",
+           o->flood);
+    break;
+  case BENCH_ODD_NONE:
+  default:
+    break;
+  }
   if (s->base.ran)
     printf("  baseline    nine-grid, one thread: tick median %.3f ms, p99"
            " %.3f ms; %.0f events/tick; heap peak %.0f B/entity\n",
            s->base.tick_ms_median, s->base.tick_ms_p99,
            s->base.events_per_tick,
            (double)s->base.peak_bytes / o->entities);
-  else
+  if (s->base.ran && s->plain_base.ran)
+    printf("              plain crowd: tick median %.3f ms; %.0f events/tick;"
+           " cliff %.2fx (what the odd part costs a nine-grid)\n",
+           s->plain_base.tick_ms_median, s->plain_base.events_per_tick,
+           baseline_cliff_ratio(s));
+  if (!s->base.ran)
     printf("  baseline    - (--no-baseline)\n");
   for (size_t k = 0; k < s->run_count; k++)
     print_run(o, s, &s->runs[k]);
@@ -282,6 +334,40 @@ static void json_run(const bench_options *o, const scenario_result *s,
     json_null(&j, "baseline_checksum_match");
   }
   json_bool(&j, "verified", r->verified);
+  json_number(&j, "max_radius", s->max_radius);
+  if (r->has_plain) {
+    json_number(&j, "plain_tick_ms_median", r->plain_tick_ms_median);
+    json_number(&j, "plain_submit_ms_median", r->plain_submit_ms_median);
+    json_number(&j, "cliff_ratio", r->cliff_ratio);
+    json_number(&j, "cliff_submit_ratio", r->cliff_submit_ratio);
+    json_bool(&j, "plain_checksum_match", r->checksum == r->plain_checksum);
+    json_number(&j, "baseline_cliff_ratio", baseline_cliff_ratio(s));
+  } else {
+    json_null(&j, "plain_tick_ms_median");
+    json_null(&j, "plain_submit_ms_median");
+    json_null(&j, "cliff_ratio");
+    json_null(&j, "cliff_submit_ratio");
+    json_null(&j, "plain_checksum_match");
+    json_null(&j, "baseline_cliff_ratio");
+  }
+  if (s->sc->odd == BENCH_ODD_OUTLIER) {
+    json_number(&j, "outlier_x", o->outlier_x);
+    json_number(&j, "outlier_y", o->outlier_y);
+  } else {
+    json_null(&j, "outlier_x");
+    json_null(&j, "outlier_y");
+  }
+  if (s->sc->odd == BENCH_ODD_MIXED) {
+    json_number(&j, "mix_share", o->mix_share);
+    json_number(&j, "mix_radius", s->mix_radius);
+  } else {
+    json_null(&j, "mix_share");
+    json_null(&j, "mix_radius");
+  }
+  if (s->sc->odd == BENCH_ODD_FLOOD)
+    json_uint(&j, "flood", o->flood);
+  else
+    json_null(&j, "flood");
   printf("}\n");
 }
 

@@ -28,6 +28,11 @@ typedef struct bench_options {
   aoi_shape shape;
   double cell_size;
   int json, verify, baseline;
+  double max_radius; /* --max-radius, when max_radius_given */
+  int max_radius_given;
+  float outlier_x, outlier_y; /* outlier: --outlier-at */
+  double mix_share, mix_factor; /* mixed-radius: --mix */
+  unsigned flood; /* flood: --flood */
 } bench_options;
 
 /* The baseline's figures for one scenario. */
@@ -67,12 +72,22 @@ typedef struct run_result {
   uint64_t checksum;
   int verified;
   double speedup, efficiency; /* against the sweep's first run */
+  /* Cliff scenarios: the same crowd without its odd part, run just before
+     this one at the same threads and shards. has_plain is 0 for the other
+     scenarios. The ratios are this run's medians over the plain run's. */
+  int has_plain;
+  double plain_tick_ms_median, plain_submit_ms_median;
+  double cliff_ratio, cliff_submit_ratio;
+  uint64_t plain_checksum;
 } run_result;
 
 typedef struct scenario_result {
   const scenario *sc;
   double side, step;
+  float max_radius; /* the world's, as configured */
+  float mix_radius; /* mixed-radius: the long-sighted watchers' radius */
   baseline_result base;
+  baseline_result plain_base; /* cliff scenarios: the plain crowd's */
   run_result *runs; /* one per --threads entry */
   size_t run_count;
 } scenario_result;

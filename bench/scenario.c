@@ -13,6 +13,23 @@
  * fractions of the world's side, so a scenario looks the same at any scale:
  * only its density relative to `uniform` (about --neighbours per view)
  * changes where the scenario says so.
+ *
+ * The cliff scenarios are the uniform crowd plus an odd part, which draws
+ * from a second PRNG (seeded from the same seed), so that the crowd without
+ * it (`plain`) makes the very same operations but the odd part's:
+ *  - outlier: one far marker (never a watcher) that never moves, id N + 1,
+ *    at --outlier-at (default (3e38, 3e38));
+ *  - spectator: one camera, a watcher only, id N + 1, that never moves,
+ *    at the centre of the map, whose radius is the world's max_radius;
+ *  - mixed-radius: a share of the watchers (--mix, default 1%) picked at
+ *    the start, whose radius is a factor (default 10) of everyone's;
+ *  - flood: every entity makes --flood moves a tick (default 16): to random
+ *    points of the whole map (across every shard border and back), and its
+ *    real step last; and 1% of the crowd each tick is removed and added
+ *    again under its id (a respawn) in the middle of those moves. Plain, an
+ *    entity makes its step alone, and a respawn is a remove and an add at
+ *    the new position: only the last position counts, so both give the
+ *    same events.
  */
 #include "scenario.h"
 
@@ -50,11 +67,13 @@ struct crowd {
   const scenario *sc;
   crowd_params p;
   bench_rng rng;
+  bench_rng odd;         /* the odd part's, apart so that plain is alike */
   uint32_t count;
   double side, step;
   uint64_t *id;
   float *x, *y;
   uint8_t *flags;        /* 0 for an empty slot (churn) */
+  float *radius;         /* the view radius each slot's adds carry */
   int32_t *group;        /* site, town or army; -1 for none */
   float *goal_x, *goal_y;
   uint32_t *perm;        /* a permutation of the slots, to pick from */
@@ -162,6 +181,7 @@ static bench_op *push_op(crowd *c, uint8_t kind, uint32_t i)
   op->id = c->id[i];
   op->x = c->x[i];
   op->y = c->y[i];
+  op->radius = c->radius[i];
   op->kind = kind;
   op->flags = c->flags[i];
   return op;
@@ -458,32 +478,140 @@ static void step_churn(crowd *c)
   }
 }
 
+/* ---- the cliff scenarios ------------------------------------------------ */
+
+/* Flood: slot i respawns at tick t when (i + t) % FLOOD_RESPAWN == 0. */
+#define FLOOD_RESPAWN 100
+
+/* outlier: the far marker, after the crowd's adds. */
+static void start_outlier(crowd *c)
+{
+  bench_op *op = push_op(c, BENCH_OP_ADD, 0);
+  op->id = (uint64_t)c->count + 1;
+  op->x = c->p.outlier_x;
+  op->y = c->p.outlier_y;
+  op->flags = AOI_MARKER;
+}
+
+/* spectator: the camera at the centre, after the crowd's adds. */
+static void start_spectator(crowd *c)
+{
+  bench_op *op = push_op(c, BENCH_OP_ADD, 0);
+  op->id = (uint64_t)c->count + 1;
+  op->x = op->y = (float)(c->side / 2);
+  op->radius = c->p.spectator_radius;
+  op->flags = AOI_WATCHER;
+}
+
+/* mixed-radius: the uniform crowd, and round(share x watchers) of the
+   watchers (at least one when the share is not 0), picked by the odd PRNG,
+   see `mix_radius` far. */
+static void place_mixed(crowd *c)
+{
+  place_uniform(c);
+  if (c->p.plain)
+    return;
+  uint32_t *watchers = bench_calloc(c->count, sizeof(*watchers)), n = 0;
+  for (uint32_t i = 0; i < c->count; i++)
+    if (c->flags[i] & AOI_WATCHER)
+      watchers[n++] = i;
+  uint32_t k = (uint32_t)llround(c->p.mix_share * n);
+  if (k == 0 && c->p.mix_share > 0 && n > 0)
+    k = 1;
+  for (uint32_t j = 0; j < k; j++) {
+    uint32_t r = j + rng_below(&c->odd, n - j);
+    uint32_t t = watchers[j];
+    watchers[j] = watchers[r];
+    watchers[r] = t;
+    c->radius[watchers[j]] = c->p.mix_radius;
+  }
+  free(watchers);
+}
+
+/* flood: one of an entity's moves before its step, to a random point of
+   the map; or, with BENCH_OP_ADD, its add there after a remove. */
+static void flood_hop(crowd *c, uint8_t kind, uint32_t i)
+{
+  bench_op *op = push_op(c, kind, i);
+  op->x = (float)(rng_unit(&c->odd) * c->side);
+  op->y = (float)(rng_unit(&c->odd) * c->side);
+}
+
+/* Everyone walks as in uniform (the same draws of the crowd's PRNG), the
+   step coming last of `flood` moves; a respawning entity is removed and
+   added again halfway through them. */
+static void step_flood(crowd *c)
+{
+  unsigned k = c->p.plain || c->p.flood < 1 ? 1 : c->p.flood;
+  unsigned half = (k - 1) / 2;
+  for (uint32_t i = 0; i < c->count; i++) {
+    walk(c, i);
+    int respawn = (i + c->tick) % FLOOD_RESPAWN == 0;
+    if (k == 1 && respawn) {
+      push_op(c, BENCH_OP_REMOVE, i);
+      push_op(c, BENCH_OP_ADD, i);
+      continue;
+    }
+    for (unsigned j = 0; j + 1 < k; j++)
+      if (respawn && j == half) {
+        push_op(c, BENCH_OP_REMOVE, i);
+        flood_hop(c, BENCH_OP_ADD, i);
+      } else {
+        flood_hop(c, BENCH_OP_MOVE, i);
+      }
+    emit_move(c, i);
+  }
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct scenario_impl {
   void (*place)(crowd *c);
   void (*step)(crowd *c);
+  void (*start)(crowd *c); /* the odd entity's add, or NULL */
 } scenario_impl;
 
 const scenario bench_scenarios[] = {
-    {"uniform", "random walk: every entity walks every tick"},
-    {"hotspot", "the crowd converges on three attractors"},
-    {"clusters", "dense towns, and travellers on the roads between them"},
-    {"march", "eight armies march across the map and back"},
-    {"teleport", "random walk, and 1% of the crowd teleports every tick"},
-    {"churn", "random walk, 0.5% logouts, 0.5% logins, 0.5% respawns a "
-              "tick"},
-    {"idle", "a random 5% of the crowd walks each tick, the rest stands"},
+    {"uniform", "random walk: every entity walks every tick",
+     BENCH_ODD_NONE},
+    {"hotspot", "the crowd converges on three attractors", BENCH_ODD_NONE},
+    {"clusters", "dense towns, and travellers on the roads between them",
+     BENCH_ODD_NONE},
+    {"march", "eight armies march across the map and back", BENCH_ODD_NONE},
+    {"teleport", "random walk, and 1% of the crowd teleports every tick",
+     BENCH_ODD_NONE},
+    {"churn",
+     "random walk, 0.5% logouts, 0.5% logins, 0.5% respawns a tick",
+     BENCH_ODD_NONE},
+    {"idle", "a random 5% of the crowd walks each tick, the rest stands",
+     BENCH_ODD_NONE},
+    {"outlier", "uniform, and one marker far away (--outlier-at)",
+     BENCH_ODD_OUTLIER},
+    {"spectator",
+     "uniform, and one watcher of radius max_radius at the centre",
+     BENCH_ODD_SPECTATOR},
+    {"mixed-radius", "uniform, and a share of the watchers sees farther"
+                     " (--mix)",
+     BENCH_ODD_MIXED},
+    {"flood", "uniform, but --flood moves per entity a tick, and 1% respawns",
+     BENCH_ODD_FLOOD},
 };
 const size_t bench_scenario_count =
     sizeof(bench_scenarios) / sizeof(bench_scenarios[0]);
 
 /* In the order of bench_scenarios. */
 static const scenario_impl impls[] = {
-    {place_uniform, step_uniform},   {place_hotspot, step_hotspot},
-    {place_clusters, step_clusters}, {place_march, step_march},
-    {place_uniform, step_teleport},  {place_uniform, step_churn},
-    {place_uniform, step_idle},
+    {place_uniform, step_uniform, NULL},
+    {place_hotspot, step_hotspot, NULL},
+    {place_clusters, step_clusters, NULL},
+    {place_march, step_march, NULL},
+    {place_uniform, step_teleport, NULL},
+    {place_uniform, step_churn, NULL},
+    {place_uniform, step_idle, NULL},
+    {place_uniform, step_uniform, start_outlier},
+    {place_uniform, step_uniform, start_spectator},
+    {place_mixed, step_uniform, NULL},
+    {place_uniform, step_flood, NULL},
 };
 
 const scenario *scenario_find(const char *name)
@@ -506,6 +634,7 @@ crowd *crowd_create(const scenario *sc, const crowd_params *params)
   c->sc = sc;
   c->p = *params;
   c->rng.state = params->seed;
+  c->odd.state = params->seed ^ UINT64_C(0x6a09e667f3bcc909);
   c->count = n;
   c->side = params->side;
   c->step = params->step;
@@ -513,6 +642,7 @@ crowd *crowd_create(const scenario *sc, const crowd_params *params)
   c->x = bench_calloc(n, sizeof(*c->x));
   c->y = bench_calloc(n, sizeof(*c->y));
   c->flags = bench_calloc(n, sizeof(*c->flags));
+  c->radius = bench_calloc(n, sizeof(*c->radius));
   c->group = bench_calloc(n, sizeof(*c->group));
   c->goal_x = bench_calloc(n, sizeof(*c->goal_x));
   c->goal_y = bench_calloc(n, sizeof(*c->goal_y));
@@ -524,6 +654,7 @@ crowd *crowd_create(const scenario *sc, const crowd_params *params)
     c->id[i] = (uint64_t)i + 1;
     c->perm[i] = i;
     c->flags[i] = random_flags(c);
+    c->radius[i] = params->radius;
   }
   c->next_id = (uint64_t)n + 1;
   impl_of(c)->place(c);
@@ -538,6 +669,7 @@ void crowd_destroy(crowd *c)
   free(c->x);
   free(c->y);
   free(c->flags);
+  free(c->radius);
   free(c->group);
   free(c->goal_x);
   free(c->goal_y);
@@ -555,6 +687,8 @@ const bench_op *crowd_start(crowd *c, size_t *count)
   c->op_count = 0;
   for (uint32_t i = 0; i < c->count; i++)
     push_op(c, BENCH_OP_ADD, i);
+  if (impl_of(c)->start != NULL && !c->p.plain)
+    impl_of(c)->start(c);
   *count = c->op_count;
   return c->ops;
 }

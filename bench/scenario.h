@@ -4,6 +4,12 @@
  * a list of operations (adds, moves, removes), all from one PRNG seeded by
  * --seed, and never looks at the engine: the same parameters give the same
  * operations, so the engine under any layout and the baseline are fed alike.
+ *
+ * The cliff scenarios (outlier, spectator, mixed-radius, flood) are a crowd
+ * plus an odd part: one far marker, one camera watcher, a few long-sighted
+ * watchers, a flood of operations. With `plain` set the crowd comes without
+ * its odd part and is otherwise the same, operation for operation (the odd
+ * part draws from a PRNG of its own), so the two can be timed side by side.
  */
 #ifndef AOI_BENCH_SCENARIO_H
 #define AOI_BENCH_SCENARIO_H
@@ -21,12 +27,30 @@ typedef struct crowd_params {
   double step;       /* distance an entity walks in a tick */
   double players;    /* share of entities that are watcher + marker; the
                         rest are NPCs, markers only */
+  float radius;      /* everyone's view radius, but the odd part's */
   uint64_t seed;
+  /* The odd part of a cliff scenario, left out when `plain` is set. */
+  int plain;
+  float outlier_x, outlier_y; /* outlier: where the far marker stands */
+  float spectator_radius;     /* spectator: the camera's view radius */
+  double mix_share;           /* mixed-radius: the share of the watchers */
+  float mix_radius;           /* ... that see this far */
+  unsigned flood;             /* flood: moves per entity per tick */
 } crowd_params;
+
+/* What a cliff scenario adds to its crowd; BENCH_ODD_NONE for the others. */
+typedef enum scenario_odd {
+  BENCH_ODD_NONE = 0,
+  BENCH_ODD_OUTLIER,   /* one far marker */
+  BENCH_ODD_SPECTATOR, /* one watcher of radius max_radius */
+  BENCH_ODD_MIXED,     /* a share of long-sighted watchers */
+  BENCH_ODD_FLOOD      /* many operations per entity per tick */
+} scenario_odd;
 
 typedef struct scenario {
   const char *name;
   const char *summary;
+  scenario_odd odd; /* not NONE: aoi-bench times it with and without */
 } scenario;
 
 /* The scenarios, in the order `all` runs them. */
@@ -40,7 +64,8 @@ crowd *crowd_create(const scenario *sc, const crowd_params *params);
 void crowd_destroy(crowd *c);
 
 /* The operations before the warm-up tick: an add for every entity, ids 1 to
-   `entities`. Borrowed until the next crowd call. */
+   `entities` (and `entities` + 1 for the odd entity of outlier and
+   spectator). Borrowed until the next crowd call. */
 const bench_op *crowd_start(crowd *c, size_t *count);
 /* The operations before the next tick. Borrowed likewise. */
 const bench_op *crowd_next(crowd *c, size_t *count);
