@@ -937,8 +937,18 @@ static void clear_hits(aoi__worker *k, const uint32_t *hs, uint32_t nh)
     clear_member(k, hs[k->hits[q] & ~HIT_LEAVE]);
 }
 
+static int compare_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
 static void sort_u32(uint32_t *a, uint32_t n)
 {
+  if (n > 32) {
+    qsort(a, n, sizeof(*a), compare_u32);
+    return;
+  }
   for (uint32_t i = 1; i < n; i++) {
     uint32_t v = a[i], j = i;
     while (j > 0 && a[j - 1] > v) {
@@ -1070,9 +1080,20 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             uint64_t tick)
 {
+  bool whole = g == NULL || e->changed == tick || e->stale;
+  if (!whole) {
+    /* Where most of what it sees changed (a spectator over a walking
+       crowd), one scan is cheaper than a probe per change. */
+    double box[4];
+    uint32_t r[4];
+    aoi__reach_box(&k->world->shape, e->x, e->y,
+                   (double)e->radius + k->world->config.hysteresis, box);
+    aoi__grid_range(g, box, r);
+    whole = aoi__grid_dirty(g, r) > e->view.count / 2 + 16;
+  }
   int rc = g == NULL ? compute_marks(k, e, tick)
-           : e->changed == tick || e->stale ? compute_whole(k, e, g, tick)
-                                            : compute_changes(k, e, g, tick);
+           : whole   ? compute_whole(k, e, g, tick)
+                     : compute_changes(k, e, g, tick);
   if (rc != 0) {
     fail(k, rc);
     e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
