@@ -652,6 +652,25 @@ int aoi_tick_begin(aoi_world *w)
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);
   w->command.shutdown = 0;
+  w->in_flight = true;
+  w->tick_started = started;
+  /* A tick with nothing to apply, no view held back by the last one, the
+     cuts where they were and the same ghost reach would rebuild the same
+     ghosts and grids, compute no watcher and make no event: the workers
+     sleep on, and aoi_tick_end counts the tick with what they reported
+     last (no handoff, no event, no time). */
+  if (w->records == 0 && !relayout && !w->views_held &&
+      w->command.ghost_reach == w->last_ghost_reach) {
+    for (unsigned i = 0; i < w->threads; i++) {
+      aoi__worker *k = &w->workers[i];
+      k->handoffs = k->events_made = 0;
+      memset(k->phase_ns, 0, sizeof(k->phase_ns));
+    }
+    for (unsigned s = 0; s < w->shard_count; s++)
+      w->shards[s].compute_ns = 0;
+    w->workers_done = w->threads;
+    return 0;
+  }
   for (unsigned s = 0; s < w->shard_count; s++)
     while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
       ; /* holds 3; at most one queue is ever on it */
@@ -662,8 +681,6 @@ int aoi_tick_begin(aoi_world *w)
       ; /* holds 3; at most one command is ever in flight */
     aoi__bell_ring(&k->bell);
   }
-  w->in_flight = true;
-  w->tick_started = started;
   w->workers_done = 0;
   return 0;
 }
@@ -795,6 +812,7 @@ int aoi_tick_end(aoi_world *w)
      after a tick that recomputed every view. A view held back by a failed
      tick may still hold one, and a new entity under it would pass for the
      old one, so those wait for a tick that succeeds. */
+  w->views_held = rc != 0;
   /* Their ids stay readable for one more tick: the leaves of this one name
      them until they are delivered. */
   if (rc == 0) {

@@ -115,20 +115,28 @@ bool aoi__ring_valid(const aoi__ring *ring);
 
 /* A bell wakes a thread that waits for ring traffic. The waiter reads the
    sequence, tries its rings, and waits only if the sequence did not move. It
-   spins, then yields, then sleeps on a condition variable; the mutex is taken
-   only when somebody sleeps. */
+   spins for a while (spin_ns, or what the call says), then sleeps: on a
+   futex on the sequence (Linux), else on a condition variable. A ringer
+   makes a system call only when somebody sleeps. */
 typedef struct aoi__bell {
   _Atomic uint32_t sequence;
   _Atomic uint32_t sleepers;
+  uint32_t spin_ns; /* how long aoi__bell_wait spins; set before use */
+#ifndef __linux__
   pthread_mutex_t mutex;
   pthread_cond_t cond;
+#endif
 } aoi__bell;
 
 int aoi__bell_init(aoi__bell *bell);
 void aoi__bell_destroy(aoi__bell *bell);
 uint32_t aoi__bell_read(aoi__bell *bell);
 void aoi__bell_ring(aoi__bell *bell);
+/* Waits until the sequence is no longer `seen`, spinning bell->spin_ns
+   first. */
 void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
+/* The same, spinning `spin_ns` first (0: sleep at once). */
+void aoi__bell_wait_for(aoi__bell *bell, uint32_t seen, uint32_t spin_ns);
 
 /* Stress points (sync.c): with AOI_STRESS defined, each one may yield, spin
    or sleep a few microseconds at random, so that tests meet the rare
@@ -587,6 +595,7 @@ struct aoi_world {
   aoi__shard *shards;
   aoi__ring **peer; /* peer[from * threads + to] */
   aoi__bell host_bell;
+  uint32_t idle_spin_ns; /* a worker's spin before it sleeps between ticks */
   aoi__tick_command command;
 
   /* host side */
@@ -618,6 +627,7 @@ struct aoi_world {
   bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
+  bool views_held;        /* the last tick held some views back */
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   double radius_sum;  /* of the live watchers' radii, for the cell size */

@@ -1226,7 +1226,7 @@ void *aoi__worker_main(void *arg)
     uint32_t seen = aoi__bell_read(&k->bell);
     const aoi__tick_command *cmd = aoi__ring_pop(k->control);
     if (cmd == NULL) {
-      aoi__bell_wait(&k->bell, seen);
+      aoi__bell_wait_for(&k->bell, seen, w->idle_spin_ns);
       continue;
     }
     if (cmd->shutdown)

@@ -334,6 +334,16 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     }
     k->world = w; /* marks the bell as initialised */
   }
+  /* How long waits spin before they sleep (sync.c). A spinner that shares
+     a core with the thread it waits for only delays it, so waits spin
+     longer only where the host and every worker can have a core each. A
+     worker that waits for the next tick spins hardly at all: the next
+     tick is usually a frame away. */
+  bool own_cores = online_cores() > w->threads;
+  w->host_bell.spin_ns = own_cores ? 20000 : 2000;
+  w->idle_spin_ns = own_cores ? 2000 : 0;
+  for (unsigned i = 0; i < w->threads; i++)
+    w->workers[i].bell.spin_ns = own_cores ? 50000 : 5000;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0) {
