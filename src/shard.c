@@ -800,7 +800,8 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
       moves[nm++] = h;
     hs[kept++] = h;
   }
-  memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
+  if (nm > 0)
+    memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
   view->count = kept;
   commit_record(k, e, nl, 0, nm);
   e->stale = AOI__STALE_WHOLE;
@@ -890,6 +891,13 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   uint32_t *hs = view->handles; /* may have moved */
   bool move_events = w->config.move_events != 0;
+  if (v + n == 0) {
+    k->view_n++;
+    if (!complete)
+      fail(k, AOI_ENOMEM); /* its enters come next tick */
+    e->stale = complete ? 0 : AOI__STALE_WHOLE;
+    return 0;
+  }
   uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
@@ -914,7 +922,8 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   } else {
     view->count = kept;
   }
-  memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  if (nm > 0)
+    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   if (v + n > 0)
     commit_record(k, e, nl, n, nm);
   k->view_sum += view->count;

@@ -37,6 +37,8 @@ typedef struct inbox {
 
 static void inbox_push(inbox *in, const aoi_event *events, size_t count)
 {
+  if (count == 0)
+    return;
   if (in->count + count > in->capacity) {
     in->capacity = (in->count + count) * 2 + 16;
     in->events = realloc(in->events, in->capacity * sizeof(aoi_event));
