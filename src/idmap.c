@@ -1,59 +1,154 @@
 /*
- * idmap.c: the host's map from 64-bit entity ids to 32-bit handles. Open
- * addressing with linear probing and backward-shift deletion (no tombstones),
- * so lookups stay short under churn. Load factor at most 1/2. Host thread
- * only.
+ * idmap.c: the host's map from 64-bit entity ids to 32-bit handles. Host
+ * thread only.
+ *
+ * Ids come from outside (account ids, client-chosen pet ids), so an attacker
+ * may pick them. With an unkeyed hash they can pick ids that all share one
+ * home slot and turn every add, move and lookup into a walk of the whole
+ * table: the former hash, splitmix64's finaliser, is invertible, so such
+ * ids were one inversion away. So each map hashes with its own secret
+ * 128-bit key, drawn at init from getrandom(2) where there is one, else
+ * from the clocks, the process id, the map's address and a counter (a
+ * weaker fallback: an attacker who can guess those can guess the key). The
+ * hash is wyhash's finish for an 8-byte input with the key in place of its
+ * seed and secret: the id xored with one half of the key times the id
+ * rotated and xored with the other, a 64x64->128-bit multiply, whose halves
+ * a second multiply folds. It is not a proven PRF as SipHash is (that costs
+ * several times as much a lookup), but which ids collide now depends on the
+ * key, and no set of ids is known to collide under every key.
+ *
+ * Open addressing with linear probing, load factor at most 1/2, so the
+ * expected run is short for any ids chosen without the key. A slot is 16
+ * bytes (id, handle, low 32 bits of the hash): with the allocator's usual
+ * 16-byte alignment a lookup reads one cache line, two when its run crosses
+ * a line. Deletion is by backward shift (no tombstones), so runs do not
+ * lengthen under churn; the stored hash bits give each slot's home without
+ * rehashing, and growth reuses them too.
+ *
+ * Nothing outside this file sees the slot order, which depends on the key:
+ * only aoi__idmap_valid walks the slots, and it answers a bool. So the
+ * library's output does not depend on the key.
  */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef AOI_HAVE_GETRANDOM
+#include <sys/random.h>
+#endif
 
-static inline uint32_t slot_of(uint64_t id, uint32_t mask)
+/* The 128-bit product of a and b: returns the low half, writes the high. */
+static inline uint64_t multiply(uint64_t a, uint64_t b, uint64_t *high)
 {
-  /* splitmix64 finaliser: ids are often sequential or strided */
-  id ^= id >> 30;
-  id *= 0xbf58476d1ce4e5b9ull;
-  id ^= id >> 27;
-  id *= 0x94d049bb133111ebull;
-  id ^= id >> 31;
-  return (uint32_t)id & mask;
+#ifdef __SIZEOF_INT128__
+  __extension__ typedef unsigned __int128 u128;
+  u128 p = (u128)a * b;
+  *high = (uint64_t)(p >> 64);
+  return (uint64_t)p;
+#else
+  uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+  *high = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return (mid << 32) | (uint32_t)p00;
+#endif
+}
+
+/* The two halves of a * b, xored. */
+static inline uint64_t fold(uint64_t a, uint64_t b)
+{
+  uint64_t high;
+  uint64_t low = multiply(a, b, &high);
+  return low ^ high;
+}
+
+static inline uint64_t hash(const aoi__idmap *map, uint64_t id)
+{
+  uint64_t high;
+  uint64_t low = multiply(id ^ map->key[0],
+                          (id << 32 | id >> 32) ^ map->key[1], &high);
+  return fold(low ^ 0xa0761d6478bd642full, high ^ 0xe7037ed1a0b428dbull);
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Draws the map's key: the kernel's randomness if it answers at once, else
+   what this process can gather that differs between maps and between runs. */
+static void draw_key(aoi__idmap *map)
+{
+#ifdef AOI_HAVE_GETRANDOM
+  if (getrandom(map->key, sizeof(map->key), GRND_NONBLOCK) ==
+      (ssize_t)sizeof(map->key))
+    return;
+#endif
+  static atomic_uint_fast64_t maps; /* worlds may be created on any thread */
+  struct timespec wall = {0}, steady = {0};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  clock_gettime(CLOCK_MONOTONIC, &steady);
+  uint64_t state = (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec;
+  state = splitmix64(&state) ^ (uint64_t)(uintptr_t)map;
+  state = splitmix64(&state) ^
+          ((uint64_t)steady.tv_sec * 1000000000u + (uint64_t)steady.tv_nsec);
+  state = splitmix64(&state) ^ (uint64_t)getpid();
+  state = splitmix64(&state) ^
+          (uint64_t)atomic_fetch_add_explicit(&maps, 1, memory_order_relaxed);
+  map->key[0] = splitmix64(&state);
+  map->key[1] = splitmix64(&state);
 }
 
 void aoi__idmap_init(aoi__idmap *map)
 {
   memset(map, 0, sizeof(*map));
+  draw_key(map);
 }
 
 void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map)
 {
-  aoi__free(a, map->keys, sizeof(uint64_t) * map->capacity);
-  aoi__free(a, map->values, sizeof(uint32_t) * map->capacity);
-  aoi__idmap_init(map);
+  aoi__free(a, map->slots, sizeof(aoi__idmap_slot) * map->capacity);
+  map->slots = NULL;
+  map->capacity = 0;
+  map->count = 0;
 }
 
-uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id)
+/* The slot that holds `id`, or AOI__NONE. */
+static uint32_t find(const aoi__idmap *map, uint64_t id)
 {
   if (map->capacity == 0)
     return AOI__NONE;
   uint32_t mask = map->capacity - 1;
-  for (uint32_t i = slot_of(id, mask);; i = (i + 1) & mask) {
-    if (map->values[i] == AOI__NONE)
+  for (uint32_t i = (uint32_t)hash(map, id) & mask;; i = (i + 1) & mask) {
+    const aoi__idmap_slot *s = &map->slots[i];
+    if (s->handle == AOI__NONE)
       return AOI__NONE;
-    if (map->keys[i] == id)
-      return map->values[i];
+    if (s->id == id)
+      return i;
   }
 }
 
-static void insert(aoi__idmap *map, uint64_t id, uint32_t handle)
+uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id)
+{
+  uint32_t i = find(map, id);
+  return i == AOI__NONE ? AOI__NONE : map->slots[i].handle;
+}
+
+/* Puts a slot whose id is not in the map into the first free slot of its
+   run. */
+static void place(aoi__idmap *map, const aoi__idmap_slot *slot)
 {
   uint32_t mask = map->capacity - 1;
-  uint32_t i = slot_of(id, mask);
-  while (map->values[i] != AOI__NONE && map->keys[i] != id)
+  uint32_t i = slot->hash & mask;
+  while (map->slots[i].handle != AOI__NONE)
     i = (i + 1) & mask;
-  if (map->values[i] == AOI__NONE)
-    map->count++;
-  map->keys[i] = id;
-  map->values[i] = handle;
+  map->slots[i] = *slot;
+  map->count++;
 }
 
 int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map)
@@ -63,19 +158,20 @@ int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map)
   uint32_t capacity = map->capacity ? map->capacity * 2 : 64;
   if (capacity == 0 || capacity > (1u << 31))
     return AOI_ENOMEM;
-  aoi__idmap bigger = {0};
-  bigger.keys = aoi__alloc(a, sizeof(uint64_t) * capacity);
-  bigger.values = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  if (bigger.keys == NULL || bigger.values == NULL) {
-    aoi__free(a, bigger.keys, sizeof(uint64_t) * capacity);
-    aoi__free(a, bigger.values, sizeof(uint32_t) * capacity);
+#if SIZE_MAX <= UINT32_MAX
+  if (capacity > SIZE_MAX / sizeof(aoi__idmap_slot))
     return AOI_ENOMEM;
-  }
+#endif
+  aoi__idmap bigger = *map;
+  bigger.slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * capacity);
+  if (bigger.slots == NULL)
+    return AOI_ENOMEM;
   bigger.capacity = capacity;
-  memset(bigger.values, 0xff, sizeof(uint32_t) * capacity);
+  bigger.count = 0;
+  memset(bigger.slots, 0xff, sizeof(aoi__idmap_slot) * capacity);
   for (uint32_t i = 0; i < map->capacity; i++)
-    if (map->values[i] != AOI__NONE)
-      insert(&bigger, map->keys[i], map->values[i]);
+    if (map->slots[i].handle != AOI__NONE)
+      place(&bigger, &map->slots[i]);
   aoi__idmap_free(a, map);
   *map = bigger;
   return 0;
@@ -83,46 +179,52 @@ int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map)
 
 void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle)
 {
-  insert(map, id, handle);
+  uint64_t h = hash(map, id);
+  uint32_t mask = map->capacity - 1;
+  uint32_t i = (uint32_t)h & mask;
+  for (; map->slots[i].handle != AOI__NONE; i = (i + 1) & mask)
+    if (map->slots[i].id == id) {
+      map->slots[i].handle = handle;
+      return;
+    }
+  map->slots[i] = (aoi__idmap_slot){id, handle, (uint32_t)h};
+  map->count++;
 }
 
 void aoi__idmap_del(aoi__idmap *map, uint64_t id)
 {
-  if (map->capacity == 0)
-    return;
-  uint32_t mask = map->capacity - 1;
-  uint32_t i = slot_of(id, mask);
-  while (map->values[i] != AOI__NONE && map->keys[i] != id)
-    i = (i + 1) & mask;
-  if (map->values[i] == AOI__NONE)
+  uint32_t i = find(map, id);
+  if (i == AOI__NONE)
     return;
   map->count--;
-  /* Backward shift: pull later members of the probe run into the hole. */
+  /* Backward shift: pull later members of the run into the hole. */
+  uint32_t mask = map->capacity - 1;
   uint32_t hole = i;
-  for (uint32_t j = (i + 1) & mask; map->values[j] != AOI__NONE;
+  for (uint32_t j = (i + 1) & mask; map->slots[j].handle != AOI__NONE;
        j = (j + 1) & mask) {
-    uint32_t home = slot_of(map->keys[j], mask);
+    uint32_t home = map->slots[j].hash & mask;
     /* j may move to the hole when its home is not in (hole, j] cyclically */
     bool stays = hole <= j ? (home > hole && home <= j)
                            : (home > hole || home <= j);
     if (stays)
       continue;
-    map->keys[hole] = map->keys[j];
-    map->values[hole] = map->values[j];
+    map->slots[hole] = map->slots[j];
     hole = j;
   }
-  map->values[hole] = AOI__NONE;
+  map->slots[hole].handle = AOI__NONE;
 }
 
 bool aoi__idmap_valid(const aoi__idmap *map)
 {
   uint32_t seen = 0;
   for (uint32_t i = 0; i < map->capacity; i++) {
-    if (map->values[i] == AOI__NONE)
+    const aoi__idmap_slot *s = &map->slots[i];
+    if (s->handle == AOI__NONE)
       continue;
     seen++;
-    if (aoi__idmap_get(map, map->keys[i]) != map->values[i])
+    if (s->hash != (uint32_t)hash(map, s->id) || find(map, s->id) != i)
       return false;
   }
-  return seen == map->count && (map->capacity == 0 || map->count * 2 <= map->capacity);
+  return seen == map->count &&
+         (map->capacity == 0 || (uint64_t)map->count * 2 <= map->capacity);
 }

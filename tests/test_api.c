@@ -1703,8 +1703,8 @@ static void test_operations_out_of_memory(void **state)
       (void)script_op(w, i);
     long long needed = atomic_load(&c.attempts) - before;
     aoi_destroy(w);
-    /* the handle tables grow twice, the id map at least once */
-    assert_true(needed >= 3);
+    /* the handle tables and the id map grow, one allocation each */
+    assert_true(needed >= 2);
     long long failures = 0;
     for (long long n = 1; n <= needed; n++) {
       counter_reset(&c);
