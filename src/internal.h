@@ -40,6 +40,9 @@
 #define AOI__NONE UINT32_MAX
 #define AOI__MAX_THREADS 256u
 #define AOI__MAX_SHARDS 4096u
+/* A tick of a world this small runs on the host thread (host.c). */
+#define AOI__INLINE_ENTITIES 512u
+#define AOI__INLINE_RECORDS 64u
 
 /* ---- allocation (world.c) ---------------------------------------------- */
 
@@ -509,6 +512,7 @@ typedef struct aoi__tick_command {
   double cell_size;   /* grid cell side */
   double watch_reach; /* >= every watcher's radius plus the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
+  bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
   int shutdown;
 } aoi__tick_command;
 
@@ -546,6 +550,7 @@ typedef struct aoi__worker {
   uint32_t member_words;
   uint32_t *new_pending; /* watchers whose outbox became non-empty */
   uint32_t new_pending_count, new_pending_capacity;
+  uint64_t phase_started; /* when the phase being timed began */
   /* results of the last tick */
   int error;
   uint64_t phase_ns[AOI_PHASE_COUNT];
@@ -611,6 +616,9 @@ struct aoi_world {
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
   bool views_held;        /* the last tick held some views back */
+  /* A tick runs on the host when at most this many entities are live and
+     this many records queued (world.c sets them; tests change them). */
+  uint32_t inline_entities, inline_records;
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   bool radius_high_dirty;
@@ -627,6 +635,10 @@ struct aoi_world {
 
 /* shard.c */
 void *aoi__worker_main(void *arg);
+/* Runs a tick on the host thread, every worker's steps in turn, while the
+   workers sleep. Host only, with the queues on the op rings. */
+void aoi__tick_on_host(struct aoi_world *world,
+                       const aoi__tick_command *cmd);
 unsigned aoi__worker_of(const struct aoi_world *world, unsigned shard);
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
                       aoi__location *location, const aoi__entity *entity);

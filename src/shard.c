@@ -155,7 +155,8 @@ static void send_batches(aoi__worker *k, aoi__batch *out, uint32_t phase)
     /* The ring holds 7 and at most 2 are ever in flight. */
     while (aoi__ring_push(ring, &out[j]) != 0)
       ;
-    aoi__bell_ring(&w->workers[j].bell);
+    if (!w->command.on_host) /* else the peer sleeps on, and nobody waits */
+      aoi__bell_ring(&w->workers[j].bell);
   }
 }
 
@@ -1069,7 +1070,14 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
 
 /* ---- the tick ----------------------------------------------------------- */
 
-static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
+/* A tick is three steps, each ending with the batches it sends to every
+   peer: apply (and hand off), exchange (after taking the handoffs), and
+   compute (after taking the ghosts). A worker runs them one after another,
+   waiting for its peers' batches at the start of the second and the third.
+   The host runs a small tick itself (aoi__tick_on_host): each step for
+   every worker in turn, so every batch a step takes was sent by the step
+   before, and nobody waits. */
+static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
   k->error = 0;
@@ -1081,20 +1089,32 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].degraded = false;
 
-  uint64_t t0 = aoi__now_ns();
+  k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     apply_ops(k, &w->shards[s], cmd->tick);
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     find_handoffs(k, &w->shards[s], cmd->relayout);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
+}
+
+static void tick_exchange(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_APPLY, take_handoffs);
 
   uint64_t t1 = aoi__now_ns();
+  k->phase_ns[AOI_PHASE_APPLY] = t1 - k->phase_started;
+  k->phase_started = t1;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = w->shards[s].ghost_markers = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     publish_ghosts(k, &w->shards[s], cmd->ghost_reach, cmd->tick);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);
+}
+
+static void tick_compute(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_EXCHANGE, take_ghosts);
 
   uint64_t t2 = aoi__now_ns();
@@ -1104,9 +1124,27 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     compute_shard(k, &w->shards[s], cmd);
   uint64_t t3 = aoi__now_ns();
-  k->phase_ns[AOI_PHASE_APPLY] = t1 - t0;
-  k->phase_ns[AOI_PHASE_EXCHANGE] = t2 - t1;
+  k->phase_ns[AOI_PHASE_EXCHANGE] = t2 - k->phase_started;
   k->phase_ns[AOI_PHASE_COMPUTE] = t3 - t2;
+}
+
+static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  tick_apply(k, cmd);
+  tick_exchange(k, cmd);
+  tick_compute(k, cmd);
+}
+
+void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)
+{
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_apply(&w->workers[i], cmd);
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_exchange(&w->workers[i], cmd);
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_compute(&w->workers[i], cmd);
+  aoi__put_fence(); /* the outboxes' streaming stores, before any worker
+                       runs a later tick */
 }
 
 void *aoi__worker_main(void *arg)
