@@ -224,13 +224,14 @@ AOI_EXPORT int aoi_tick(aoi_world *world);
  * AOI_EINVAL when no tick is in flight. aoi_tick_end waits for it and
  * returns what aoi_tick would have; AOI_EINVAL when no tick is in flight.
  *
- * Two kinds of tick do not wake the workers, and are done when
- * aoi_tick_begin returns: one with nothing to do (no operation queued, no
- * view held back by the last tick, no move of the shard cuts due), which
- * only advances the tick count; and a small one (a world of at most 512
- * live entities, at most 64 of them changed), which the calling thread
- * computes itself, in less time than waking the workers would take. Their
- * results are the same as the workers'.
+ * Some ticks do not wake the workers, and are done when aoi_tick_begin
+ * returns: one with nothing to do (no operation queued, no view held back
+ * by the last tick, no move of the shard cuts due), which only advances
+ * the tick count; and a small one (live entities plus 16 per entity
+ * changed since the last tick: at most 2048), which the calling thread
+ * computes itself in less time than waking the workers would take. With
+ * one worker thread, aoi_tick (which would only wait for it) always runs
+ * the tick on the calling thread. The results are the same either way.
  */
 AOI_EXPORT int aoi_tick_begin(aoi_world *world);
 AOI_EXPORT int aoi_tick_poll(aoi_world *world);

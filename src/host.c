@@ -567,7 +567,8 @@ static void commit_relayout(aoi_world *w)
   w->stats.rebalances++;
 }
 
-int aoi_tick_begin(aoi_world *w)
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
+static int tick_begin(aoi_world *w, bool blocking)
 {
   if (w == NULL)
     return AOI_EINVAL;
@@ -648,9 +649,11 @@ int aoi_tick_begin(aoi_world *w)
       ; /* holds 3; at most one queue is ever on it */
   /* A small world with a few changes is cheaper to tick here than to wake
      the workers for: a wake-up and the batches between them cost more
-     than the tick itself. */
-  w->command.on_host = w->live <= w->inline_entities &&
-                       w->records <= w->inline_records;
+     than the tick itself (a tick costs about 50 ns per entity and a few
+     us per changed one; a wake-up tens of us). So is any tick the host
+     would only wait for, alone with its one worker. */
+  w->command.on_host = w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
+                       (blocking && w->threads == 1 && w->inline_single);
   if (w->command.on_host) {
     aoi__tick_on_host(w, &w->command);
     w->workers_done = w->threads;
@@ -815,9 +818,14 @@ int aoi_tick_end(aoi_world *w)
   return rc;
 }
 
+int aoi_tick_begin(aoi_world *w)
+{
+  return tick_begin(w, false);
+}
+
 int aoi_tick(aoi_world *w)
 {
-  int rc = aoi_tick_begin(w);
+  int rc = tick_begin(w, true);
   return rc != 0 ? rc : aoi_tick_end(w);
 }
 

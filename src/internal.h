@@ -40,9 +40,10 @@
 #define AOI__NONE UINT32_MAX
 #define AOI__MAX_THREADS 256u
 #define AOI__MAX_SHARDS 4096u
-/* A tick of a world this small runs on the host thread (host.c). */
-#define AOI__INLINE_ENTITIES 512u
-#define AOI__INLINE_RECORDS 64u
+/* A tick whose cost, about live entities + 16 x queued records, is at most
+   this runs on the host thread (host.c): waking the workers would cost
+   more. */
+#define AOI__INLINE_COST 2048u
 
 /* ---- allocation (world.c) ---------------------------------------------- */
 
@@ -616,9 +617,11 @@ struct aoi_world {
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
   bool views_held;        /* the last tick held some views back */
-  /* A tick runs on the host when at most this many entities are live and
-     this many records queued (world.c sets them; tests change them). */
-  uint32_t inline_entities, inline_records;
+  /* A tick runs on the host when its cost is at most inline_cost, or when
+     it is a blocking tick (aoi_tick) of one worker and inline_single is
+     set. World.c sets them; tests change them. */
+  uint64_t inline_cost;
+  bool inline_single;
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   bool radius_high_dirty;

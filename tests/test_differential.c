@@ -1354,8 +1354,8 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   c->m = model_create(&c->config);
   assert_non_null(c->m);
   if (ticks_on_host != 0) {
-    c->world->inline_entities = ticks_on_host == 2 ? UINT32_MAX : 0;
-    c->world->inline_records = ticks_on_host == 2 ? UINT32_MAX : 0;
+    c->world->inline_cost = ticks_on_host == 2 ? UINT64_MAX : 0;
+    c->world->inline_single = ticks_on_host == 2;
   }
 
   while (c->tick < c->ticks) {
@@ -1390,7 +1390,9 @@ static void run_shape(aoi_shape shape) {
       seed = only_seed;
     for (unsigned j = 0; j < LAYOUTS_PER_SEED; j++) {
       /* Walk through every (threads, shards) pair across seeds and shapes;
-         every tenth seed tries the defaults (0, 0) once. */
+         every tenth seed tries the defaults (0, 0) once. Ticks run where
+         the world chooses, on the workers only, or on the host only, by
+         turns. */
       unsigned k = (seed * LAYOUTS_PER_SEED + j) * 7 + (unsigned)shape * 13;
       unsigned threads = 1 + k % 4;
       unsigned shards = shard_counts[(k / 4) % SHARD_COUNTS];
@@ -1402,7 +1404,7 @@ static void run_shape(aoi_shape shape) {
         threads = only_threads;
         shards = only_shards;
       }
-      run_case(seed, shape, threads, shards, 0, 0);
+      run_case(seed, shape, threads, shards, 0, (int)((seed + j) % 3));
     }
     if (only_seed != 0)
       break;
