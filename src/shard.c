@@ -42,6 +42,10 @@
  * FIFO and carries one handoff batch then one ghost batch per tick, so a
  * consumer that takes exactly one message per peer per phase never confuses
  * phases. No phase needs a barrier: the batches are the synchronisation.
+ *
+ * A small tick is run by the host thread instead (aoi__tick_on_host), with
+ * the same code and the same rings: each step for every worker in turn,
+ * while the worker threads sleep.
  */
 #include "internal.h"
 
