@@ -186,7 +186,8 @@ static void run_ticks(unsigned threads, unsigned entities, unsigned ops,
   double all = cpu_us() - c0, host = thread_cpu_us() - h0;
   double elapsed = now_us() - w0;
   printf("  at 60 Hz for %.1f s: workers %.3f%% CPU, host %.3f%%\n",
-         elapsed / 1e6, 100 * (all - host) / elapsed, 100 * host / elapsed);
+         elapsed / 1e6, all > host ? 100 * (all - host) / elapsed : 0.0,
+         100 * host / elapsed);
   aoi_destroy(w);
 }
 
