@@ -157,6 +157,14 @@ AOI_EXPORT void aoi_destroy(aoi_world *world);
  * in this order: AOI_EINVAL (NULL world), AOI_EBUSY (a tick in flight),
  * AOI_EEXIST / AOI_ENOENT, then AOI_EFLAGS, AOI_ECOORD, AOI_ERADIUS. Positions and radii are stored as the
  * given floats. AOI_ENOMEM when the queue cannot grow.
+ *
+ * The operations on one entity between two ticks fold into one queued
+ * record that holds the latest position, radius and masks, so the queue
+ * holds at most one record per live entity plus one per entity removed
+ * since the last tick, however many calls were made: only the first
+ * operation on an entity since the last tick may need memory (AOI_ENOMEM),
+ * the others never fail for want of it. An entity added and removed before
+ * the same tick was never there: nobody sees it.
  */
 
 /* Adds entity `id` at (x, y). `flags` is AOI_WATCHER, AOI_MARKER or both.
@@ -197,6 +205,15 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
  *    visibility rules. A shard whose index could not be built answers
  *    circle and watcher queries as empty until the next tick.
  * Either way the world stays consistent and usable.
+ * Either way the world stays consistent and usable. What a tick needs
+ * beyond the memory the world already holds is bounded by the entities,
+ * not by the calls since the last tick: a few hundred bytes per queued
+ * record (see the operations above: at most one per live entity plus one
+ * per entity removed since the last tick), plus what the views and
+ * outboxes of the watchers that changed grow by. So a tick that failed for
+ * want of memory succeeds once that much is available again, however many
+ * operations were queued. Memory taken for a burst of changes (queued
+ * records, handoffs, departures) is given back within about 12 ticks.
  */
 AOI_EXPORT int aoi_tick(aoi_world *world);
 
@@ -204,11 +221,20 @@ AOI_EXPORT int aoi_tick(aoi_world *world);
  * aoi_tick in two halves, so that the host can run other game logic while
  * the workers compute. aoi_tick_begin hands the submitted operations to the
  * workers and returns at once: 0, AOI_EINVAL (NULL), AOI_EBUSY (a tick is
- * already in flight), or AOI_ENOMEM (nothing started; the operations stay
- * queued). aoi_tick_poll returns 1 when the tick in flight has finished (so
- * aoi_tick_end will not block), 0 while it runs, AOI_EINVAL when no tick is
- * in flight. aoi_tick_end waits for it and returns what aoi_tick would
- * have; AOI_EINVAL when no tick is in flight.
+ * already in flight), or AOI_ENOMEM (nothing started and nothing changed;
+ * the operations stay queued). aoi_tick_poll returns 1 when the tick in
+ * flight has finished (so aoi_tick_end will not block), 0 while it runs,
+ * AOI_EINVAL when no tick is in flight. aoi_tick_end waits for it and
+ * returns what aoi_tick would have; AOI_EINVAL when no tick is in flight.
+ *
+ * Some ticks do not wake the workers, and are done when aoi_tick_begin
+ * returns: one with nothing to do (no operation queued, no view held back
+ * by the last tick, no move of the shard cuts due), which only advances
+ * the tick count; and a small one (live entities plus 16 per entity
+ * changed since the last tick: at most 2048), which the calling thread
+ * computes itself in less time than waking the workers would take. With
+ * one worker thread, aoi_tick (which would only wait for it) always runs
+ * the tick on the calling thread. The results are the same either way.
  */
 AOI_EXPORT int aoi_tick_begin(aoi_world *world);
 AOI_EXPORT int aoi_tick_poll(aoi_world *world);

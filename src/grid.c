@@ -150,6 +150,40 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   uint32_t cells = width * height;
   uint32_t corners = (width + 1) * (height + 1);
   uint32_t slots = (AOI__GRID_CLASSES + 1) * cells + 1;
+  /* A grid that grew for a burst (a tick where everyone moved and left a
+     departure) gives the room back once it needs under a quarter of it;
+     a failed shrink keeps what it had. The entries are rebuilt from
+     scratch every tick, so nothing needs keeping. */
+  if (grid->start_capacity > 4 * (uint64_t)slots + 1024) {
+    uint32_t *smaller = aoi__realloc(a, grid->start,
+                                     sizeof(uint32_t) * grid->start_capacity,
+                                     sizeof(uint32_t) * (slots + slots / 2));
+    if (smaller != NULL) {
+      grid->start = smaller;
+      grid->start_capacity = slots + slots / 2;
+    }
+  }
+  if (grid->dirty_capacity > 4 * (uint64_t)corners + 1024) {
+    uint32_t *smaller = aoi__realloc(a, grid->dirty,
+                                     sizeof(uint32_t) * grid->dirty_capacity,
+                                     sizeof(uint32_t) * (corners + corners / 2));
+    if (smaller != NULL) {
+      grid->dirty = smaller;
+      grid->dirty_capacity = corners + corners / 2;
+    }
+  }
+  if (grid->capacity > 4 * (uint64_t)count + 1024) {
+    /* freed here, allocated again below at the size it needs now */
+    aoi__grid kept = {0};
+    kept.start = grid->start;
+    kept.start_capacity = grid->start_capacity;
+    kept.dirty = grid->dirty;
+    kept.dirty_capacity = grid->dirty_capacity;
+    grid->start = grid->dirty = NULL;
+    grid->start_capacity = grid->dirty_capacity = 0;
+    aoi__grid_free(a, grid);
+    *grid = kept;
+  }
   int rc = aoi__reserve_roomy(a, (void **)&grid->dirty, &grid->dirty_capacity,
                               corners, sizeof(uint32_t));
   if (rc != 0 ||

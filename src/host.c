@@ -592,7 +592,8 @@ static void commit_relayout(aoi_world *w)
   w->stats.rebalances++;
 }
 
-int aoi_tick_begin(aoi_world *w)
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
+static int tick_begin(aoi_world *w, bool blocking)
 {
   if (w == NULL)
     return AOI_EINVAL;
@@ -674,6 +675,18 @@ int aoi_tick_begin(aoi_world *w)
   for (unsigned s = 0; s < w->shard_count; s++)
     while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
       ; /* holds 3; at most one queue is ever on it */
+  /* A small world with a few changes is cheaper to tick here than to wake
+     the workers for: a wake-up and the batches between them cost more
+     than the tick itself (a tick costs about 50 ns per entity and a few
+     us per changed one; a wake-up tens of us). So is any tick the host
+     would only wait for, alone with its one worker. */
+  w->command.on_host = w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
+                       (blocking && w->threads == 1 && w->inline_single);
+  if (w->command.on_host) {
+    aoi__tick_on_host(w, &w->command);
+    w->workers_done = w->threads;
+    return 0;
+  }
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     AOI__STRESS();
@@ -724,11 +737,9 @@ static void shrink_arrays(aoi_world *w)
     aoi__peak_turn(&q->peak);
     aoi__shrink(a, (void **)&q->records, &q->capacity,
                 records > q->count ? records : q->count, sizeof(aoi__record));
-    aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity,
-                records > sh->touched_count ? records : sh->touched_count,
+    aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity, records,
                 sizeof(uint32_t));
-    aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity,
-                records > sh->departed_count ? records : sh->departed_count,
+    aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity, records,
                 sizeof(aoi__ghost));
     shrink_to_peak(a, (void **)&sh->entities, &sh->capacity, &sh->entity_peak,
                    sh->count, sizeof(aoi__entity));
@@ -755,6 +766,7 @@ static void end_queues(aoi_world *w)
       w->queued[sh->queue.records[i].handle] = AOI__NONE;
     sh->queue.count = 0;
     sh->arrivals_bound = 0;
+    sh->touched_count = sh->departed_count = 0; /* read only in the tick */
   }
   w->records = 0;
 }
@@ -837,9 +849,14 @@ int aoi_tick_end(aoi_world *w)
   return rc;
 }
 
+int aoi_tick_begin(aoi_world *w)
+{
+  return tick_begin(w, false);
+}
+
 int aoi_tick(aoi_world *w)
 {
-  int rc = aoi_tick_begin(w);
+  int rc = tick_begin(w, true);
   return rc != 0 ? rc : aoi_tick_end(w);
 }
 

@@ -44,6 +44,10 @@
 #ifndef AOI__CELL_PER_REACH
 #define AOI__CELL_PER_REACH 0.5
 #endif
+/* A tick whose cost, about live entities + 16 x queued records, is at most
+   this runs on the host thread (host.c): waking the workers would cost
+   more. */
+#define AOI__INLINE_COST 2048u
 
 /* ---- allocation (world.c) ---------------------------------------------- */
 
@@ -537,6 +541,7 @@ typedef struct aoi__tick_command {
   double cell_size;   /* grid cell side */
   double watch_reach; /* >= every watcher's radius plus the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
+  bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
   int shutdown;
 } aoi__tick_command;
 
@@ -569,6 +574,7 @@ typedef struct aoi__worker {
   uint64_t *member; /* two bitsets over handles (see reserve_members); all
                        clear between watchers */
   uint32_t member_words;
+  uint64_t phase_started; /* when the phase being timed began */
   /* results of the last tick */
   int error;
   uint64_t phase_ns[AOI_PHASE_COUNT];
@@ -643,6 +649,11 @@ struct aoi_world {
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
   bool views_held;        /* the last tick held some views back */
+  /* A tick runs on the host when its cost is at most inline_cost, or when
+     it is a blocking tick (aoi_tick) of one worker and inline_single is
+     set. World.c sets them; tests change them. */
+  uint64_t inline_cost;
+  bool inline_single;
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   double radius_sum;  /* of the live watchers' radii, for the cell size */
@@ -660,6 +671,10 @@ struct aoi_world {
 
 /* shard.c */
 void *aoi__worker_main(void *arg);
+/* Runs a tick on the host thread, every worker's steps in turn, while the
+   workers sleep. Host only, with the queues on the op rings. */
+void aoi__tick_on_host(struct aoi_world *world,
+                       const aoi__tick_command *cmd);
 unsigned aoi__worker_of(const struct aoi_world *world, unsigned shard);
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
                       aoi__location *location, const aoi__entity *entity);

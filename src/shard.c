@@ -42,6 +42,10 @@
  * FIFO and carries one handoff batch then one ghost batch per tick, so a
  * consumer that takes exactly one message per peer per phase never confuses
  * phases. No phase needs a barrier: the batches are the synchronisation.
+ *
+ * A small tick is run by the host thread instead (aoi__tick_on_host), with
+ * the same code and the same rings: each step for every worker in turn,
+ * while the worker threads sleep.
  */
 #include "internal.h"
 
@@ -154,7 +158,8 @@ static void send_batches(aoi__worker *k, aoi__batch *out, uint32_t phase)
     /* The ring holds 7 and at most 2 are ever in flight. */
     while (aoi__ring_push(ring, &out[j]) != 0)
       ;
-    aoi__bell_ring(&w->workers[j].bell);
+    if (!w->command.on_host) /* else the peer sleeps on, and nobody waits */
+      aoi__bell_ring(&w->workers[j].bell);
   }
 }
 
@@ -286,16 +291,23 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
 
 /* Marks the markers whose position changed this tick: each left a
    departure where it stood at the end of the last one. Run by the worker
-   that applied them, before any handoff carries them away. */
-static void mark_moved(aoi__worker *k, const aoi__shard *s, uint64_t tick)
+   that applied them, before any handoff carries them away. A departure of
+   a marker that is back where it stood is dropped: nobody needs to look
+   there for it (a removed one always keeps its departure). */
+static void mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
-  aoi__mark *mark = k->world->mark;
+  aoi_world *w = k->world;
+  uint32_t kept = 0;
   for (uint32_t i = 0; i < s->departed_count; i++) {
     const aoi__ghost *d = &s->departed[i];
-    aoi__mark *m = &mark[d->handle];
-    if (m->x != d->x || m->y != d->y)
+    aoi__mark *m = &w->mark[d->handle];
+    bool removed = w->location[d->handle].shard == AOI__NONE;
+    if (removed || m->x != d->x || m->y != d->y) {
       m->moved = (uint32_t)tick;
+      s->departed[kept++] = *d;
+    }
   }
+  s->departed_count = kept;
 }
 
 static void apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
@@ -1185,7 +1197,14 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
 
 /* ---- the tick ----------------------------------------------------------- */
 
-static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
+/* A tick is three steps, each ending with the batches it sends to every
+   peer: apply (and hand off), exchange (after taking the handoffs), and
+   compute (after taking the ghosts). A worker runs them one after another,
+   waiting for its peers' batches at the start of the second and the third.
+   The host runs a small tick itself (aoi__tick_on_host): each step for
+   every worker in turn, so every batch a step takes was sent by the step
+   before, and nobody waits. */
+static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
   k->error = 0;
@@ -1197,7 +1216,7 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].degraded = false;
 
-  uint64_t t0 = aoi__now_ns();
+  k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
     apply_ops(k, &w->shards[s], cmd->tick);
     mark_moved(k, &w->shards[s], cmd->tick);
@@ -1205,14 +1224,26 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     find_handoffs(k, &w->shards[s], cmd->relayout);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
+}
+
+static void tick_exchange(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_APPLY, take_handoffs);
 
   uint64_t t1 = aoi__now_ns();
+  k->phase_ns[AOI_PHASE_APPLY] = t1 - k->phase_started;
+  k->phase_started = t1;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = w->shards[s].ghost_markers = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     publish_ghosts(k, &w->shards[s], cmd->ghost_reach, cmd->tick);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);
+}
+
+static void tick_compute(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_EXCHANGE, take_ghosts);
 
   uint64_t t2 = aoi__now_ns();
@@ -1222,9 +1253,27 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     compute_shard(k, &w->shards[s], cmd);
   uint64_t t3 = aoi__now_ns();
-  k->phase_ns[AOI_PHASE_APPLY] = t1 - t0;
-  k->phase_ns[AOI_PHASE_EXCHANGE] = t2 - t1;
+  k->phase_ns[AOI_PHASE_EXCHANGE] = t2 - k->phase_started;
   k->phase_ns[AOI_PHASE_COMPUTE] = t3 - t2;
+}
+
+static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
+{
+  tick_apply(k, cmd);
+  tick_exchange(k, cmd);
+  tick_compute(k, cmd);
+}
+
+void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)
+{
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_apply(&w->workers[i], cmd);
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_exchange(&w->workers[i], cmd);
+  for (unsigned i = 0; i < w->threads; i++)
+    tick_compute(&w->workers[i], cmd);
+  aoi__put_fence(); /* the outboxes' streaming stores, before any worker
+                       runs a later tick */
 }
 
 void *aoi__worker_main(void *arg)

@@ -344,6 +344,8 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   w->idle_spin_ns = own_cores ? 2000 : 0;
   for (unsigned i = 0; i < w->threads; i++)
     w->workers[i].bell.spin_ns = own_cores ? 50000 : 5000;
+  w->inline_cost = AOI__INLINE_COST;
+  w->inline_single = true;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0) {

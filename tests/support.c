@@ -24,6 +24,7 @@ void counter_reset(counter *c)
   atomic_store(&c->fail_from, 0);
   atomic_store(&c->fail_until, 0);
   atomic_store(&c->period, 0);
+  atomic_store(&c->budget, 0);
   atomic_store(&c->injected, 0);
   atomic_store(&c->wrong_sizes, 0);
   atomic_store(&c->wrong_given, 0);
@@ -50,6 +51,18 @@ void counter_arm_every(counter *c, long long n, long long period)
 void counter_disarm(counter *c)
 {
   atomic_store(&c->fail_from, 0);
+}
+
+/* Whether an allocation that adds `grow` live bytes would break the
+   budget. (Threads may race past it by a block or two: a budget is a
+   ceiling for tests that need one, not an exact one.) */
+static bool over_budget(counter *c, long long grow)
+{
+  long long budget = atomic_load(&c->budget);
+  if (budget <= 0 || atomic_load(&c->live_bytes) + grow <= budget)
+    return false;
+  atomic_fetch_add(&c->injected, 1);
+  return true;
 }
 
 static bool counter_fails(counter *c)
@@ -84,7 +97,7 @@ static void add_live(counter *c, long long delta)
 void *counting_alloc(void *user, size_t size)
 {
   counter *c = user;
-  if (counter_fails(c))
+  if (counter_fails(c) || over_budget(c, (long long)size))
     return NULL;
   block_header *b = malloc(sizeof(block_header) + size);
   if (b == NULL)
@@ -99,9 +112,10 @@ void *counting_realloc(void *user, void *ptr, size_t old_size,
                        size_t new_size)
 {
   counter *c = user;
-  if (counter_fails(c))
-    return NULL; /* the old block stays as it was */
   block_header *old = (block_header *)ptr - 1;
+  if (counter_fails(c) ||
+      over_budget(c, (long long)new_size - (long long)old->size))
+    return NULL; /* the old block stays as it was */
   if (old->size != old_size)
     counter_wrong_size(c, old_size, old->size);
   size_t had = old->size;

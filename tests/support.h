@@ -3,7 +3,8 @@
  *
  * A counting, failing allocator, for aoi_config's allocator hooks. It counts live bytes and blocks (and their peak), checks
  * that every free and realloc names the block's true size, and fails the
- * allocations it is armed for. The hooks are called from every thread, so
+ * allocations it is armed for, and those that would take the live bytes
+ * above its budget when it has one. The hooks are called from every thread, so
  * all its state is atomic; only the test's main thread reads it.
  */
 #ifndef AOI_TESTS_SUPPORT_H
@@ -24,6 +25,7 @@ typedef struct counter {
   atomic_llong attempts;                /* alloc and realloc calls */
   atomic_llong fail_from, fail_until;   /* attempts in [from, until) fail */
   atomic_llong period;                  /* or, if > 0, every period-th */
+  atomic_llong budget;                  /* if > 0, the most live bytes */
   atomic_llong injected;                /* failures returned */
   atomic_llong wrong_sizes;             /* frees and reallocs of a wrong size */
   atomic_llong wrong_given, wrong_actual; /* the last one, for the message */

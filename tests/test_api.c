@@ -1527,7 +1527,7 @@ static void busy_life(aoi_world *w)
     int rc = aoi_move(w, id, 1, 1);
     assert_true(rc == 0 || (rc == AOI_ENOENT && (id == 153 || id == 159)));
   }
-  for (uint64_t id = 301; id <= 1500; id++) /* more than one op chunk */
+  for (uint64_t id = 301; id <= 1500; id++) /* a growing op queue */
     assert_int_equal(aoi_add(w, id, 3, 3, 1, AOI_MARKER, ALL, ALL), 0);
   records_free(&r);
 }

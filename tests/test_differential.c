@@ -15,13 +15,21 @@
  * outboxes accumulate. Stats, views, watchers_of and circle queries are
  * compared too, right after ticks and between operations.
  *
+ * The op-queue cases (test_coalesce_*) heap many operations on each entity
+ * between two ticks, which the engine folds into one record per entity:
+ * moves back and forth across shard borders, radius and layers set again
+ * and again, an id removed and added twice over, entities added and removed
+ * (or added, moved and removed) before any tick, on every layout of threads
+ * 1-4 x the shard counts below, with ticks run on the host or on the
+ * workers (the world's internal switch, internal.h) by turns.
+ *
  * The operations depend on the seed and shape only, so every layout of a
  * seed replays the same stream. On a failure the stream so far is written as
  * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
  * aoi-replay and model-replay can replay.
  *
  * Environment: AOI_DIFF_SEEDS=N seeds per shape (default 14, each run on 3
- * layouts); AOI_DIFF_SEED=S only seed S; AOI_DIFF_LAYOUT=T,M only that
+ * layouts; the op-queue cases: 2, each on every layout); AOI_DIFF_SEED=S only seed S; AOI_DIFF_LAYOUT=T,M only that
  * layout; AOI_DIFF_VERBOSE=1 prints one line per case.
  */
 #include <stdarg.h>
@@ -38,6 +46,7 @@
 #include <string.h>
 
 #include "aoi.h"
+#include "internal.h" /* the switch between host-run and worker-run ticks */
 #include "model.h"
 
 #define DEFAULT_SEEDS 14
@@ -127,6 +136,7 @@ typedef struct diff_case {
   size_t kept_count, kept_capacity;
   uint64_t events_checked, calls_checked;
   uint64_t handoffs, ghosts; /* summed over ticks, for AOI_DIFF_VERBOSE */
+  int coalesce; /* an op-queue case: many operations per entity a tick */
 } diff_case;
 
 static diff_case *current; /* freed by the teardown when a case fails */
@@ -1042,6 +1052,137 @@ static void run_tick_ops(diff_case *c) {
   }
 }
 
+/* ---- many operations per entity between two ticks ------------------------ */
+
+/* A position on a shard border, a step beside one, or anywhere at all. */
+static void border_point(diff_case *c, float *x, float *y) {
+  uint64_t *r = &c->rng;
+  size_t u = rng_below(r, 4);
+  if (u == 0) {
+    *x = teleport_coordinate(c, c->area_min_x, c->area_max_x);
+    *y = teleport_coordinate(c, c->area_min_y, c->area_max_y);
+    return;
+  }
+  random_point(c, x, y);
+  if (u != 1)
+    *x = random_border(c, 0);
+  if (u != 2)
+    *y = random_border(c, 1);
+}
+
+/* A burst of operations on one live entity, or on a free id. */
+static void burst(diff_case *c) {
+  uint64_t *r = &c->rng;
+  slot *s = pick_live(c);
+  size_t kind = rng_below(r, 9);
+  if (s == NULL)
+    kind = 5;
+  float x, y;
+  switch (kind) {
+  case 0: /* moves back and forth over shard borders; the last one wins */
+  case 1:
+    for (size_t k = 2 + rng_below(r, 12); k > 0; k--) {
+      border_point(c, &x, &y);
+      op_move(c, s->id, x, y);
+    }
+    if (rng_chance(r, 0.3))
+      walk(c, s);
+    break;
+  case 2: { /* away and back: where it stood, but it moved */
+    float home_x = s->x, home_y = s->y;
+    for (size_t k = 1 + rng_below(r, 6); k > 0; k--) {
+      border_point(c, &x, &y);
+      op_move(c, s->id, x, y);
+    }
+    op_move(c, s->id, home_x, home_y);
+    break;
+  }
+  case 3: /* radius and layers again and again, moves between */
+    for (size_t k = 2 + rng_below(r, 6); k > 0; k--) {
+      size_t u = rng_below(r, 3);
+      if (u == 0) {
+        op_radius(c, s->id, random_radius(c));
+      } else if (u == 1) {
+        uint32_t layers = random_mask(c);
+        op_layers(c, s->id, layers, random_mask(c));
+      } else {
+        border_point(c, &x, &y);
+        op_move(c, s->id, x, y);
+      }
+    }
+    break;
+  case 4: { /* removed and added twice over, changed in between */
+    uint64_t id = s->id;
+    for (int round = 0; round < 2; round++) {
+      op_remove(c, id);
+      random_add(c, s);
+      for (size_t k = rng_below(r, 4); k > 0; k--) {
+        border_point(c, &x, &y);
+        op_move(c, id, x, y);
+      }
+      if (rng_chance(r, 0.5))
+        op_radius(c, id, random_radius(c));
+      if (rng_chance(r, 0.5)) {
+        uint32_t layers = usual_mask(c);
+        op_layers(c, id, layers, usual_mask(c));
+      }
+    }
+    if (rng_chance(r, 0.3))
+      op_remove(c, id); /* and gone after all */
+    break;
+  }
+  case 5: { /* added (and changed) and removed before any tick */
+    slot *f = pick_free(c);
+    for (int round = 0; round < 1 + (int)rng_below(r, 3); round++) {
+      random_add(c, f);
+      for (size_t k = rng_below(r, 5); k > 0; k--) {
+        border_point(c, &x, &y);
+        op_move(c, f->id, x, y);
+      }
+      if (rng_chance(r, 0.3))
+        op_radius(c, f->id, random_radius(c));
+      op_remove(c, f->id);
+    }
+    if (rng_chance(r, 0.4))
+      random_add(c, f); /* and this one stays */
+    break;
+  }
+  case 6: /* changed, then removed in the same tick */
+    border_point(c, &x, &y);
+    op_move(c, s->id, x, y);
+    if (rng_chance(r, 0.5))
+      op_radius(c, s->id, random_radius(c));
+    op_remove(c, s->id);
+    if (rng_chance(r, 0.5))
+      op_move(c, s->id, x, y); /* not live any more */
+    break;
+  case 7: /* added, moved around, stays */
+    s = pick_free(c);
+    random_add(c, s);
+    for (size_t k = 1 + rng_below(r, 5); k > 0; k--) {
+      border_point(c, &x, &y);
+      op_move(c, s->id, x, y);
+    }
+    break;
+  default:
+    random_op(c);
+    break;
+  }
+}
+
+static void coalesce_ops(diff_case *c) {
+  uint64_t *r = &c->rng;
+  if (c->tick == 0) {
+    while (c->live_count < c->population)
+      random_add(c, pick_free(c));
+  }
+  size_t n = 1 + rng_below(r, c->population / 2 + 2);
+  for (size_t k = 0; k < n; k++)
+    burst(c);
+  if (c->live_count < c->population / 2)
+    random_add(c, pick_free(c));
+}
+
 /* ---- setting a case up --------------------------------------------------- */
 
 static int compare_u64(const void *pa, const void *pb) {
@@ -1184,8 +1325,10 @@ static unsigned env_unsigned(const char *name, unsigned fallback) {
   return (unsigned)strtoul(text, NULL, 10);
 }
 
+/* Which ticks run on the host (aoi__tick_on_host): `ticks_on_host` 0 =
+   the world's own choice, 1 = none, 2 = all. */
 static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
-                     unsigned shards) {
+                     unsigned shards, int coalesce, int ticks_on_host) {
   diff_case *c = calloc(1, sizeof *c);
   assert_non_null(c);
   current = c;
@@ -1194,6 +1337,11 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   assert_non_null(c->got_ids);
   assert_non_null(c->want_ids);
   setup_case(c, seed, shape);
+  c->coalesce = coalesce;
+  if (coalesce) { /* fewer entities and ticks: many more layouts */
+    c->population = 10 + (unsigned)rng_below(&c->rng, 100);
+    c->ticks = 10 + (unsigned)rng_below(&c->rng, 10);
+  }
   c->threads = threads;
   c->shards = shards;
   c->config.threads = threads;
@@ -1205,9 +1353,16 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
     case_fail(c, "aoi_create returned %s", code_name(rc));
   c->m = model_create(&c->config);
   assert_non_null(c->m);
+  if (ticks_on_host != 0) {
+    c->world->inline_cost = ticks_on_host == 2 ? UINT64_MAX : 0;
+    c->world->inline_single = ticks_on_host == 2;
+  }
 
   while (c->tick < c->ticks) {
-    run_tick_ops(c);
+    if (c->coalesce)
+      coalesce_ops(c);
+    else
+      run_tick_ops(c);
     do_tick(c);
   }
   c->after_tick = 1;
@@ -1235,7 +1390,9 @@ static void run_shape(aoi_shape shape) {
       seed = only_seed;
     for (unsigned j = 0; j < LAYOUTS_PER_SEED; j++) {
       /* Walk through every (threads, shards) pair across seeds and shapes;
-         every tenth seed tries the defaults (0, 0) once. */
+         every tenth seed tries the defaults (0, 0) once. Ticks run where
+         the world chooses, on the workers only, or on the host only, by
+         turns. */
       unsigned k = (seed * LAYOUTS_PER_SEED + j) * 7 + (unsigned)shape * 13;
       unsigned threads = 1 + k % 4;
       unsigned shards = shard_counts[(k / 4) % SHARD_COUNTS];
@@ -1247,11 +1404,44 @@ static void run_shape(aoi_shape shape) {
         threads = only_threads;
         shards = only_shards;
       }
-      run_case(seed, shape, threads, shards);
+      run_case(seed, shape, threads, shards, 0, (int)((seed + j) % 3));
     }
     if (only_seed != 0)
       break;
   }
+}
+
+/* Every seed on every layout of threads 1-4 x shard_counts, ticks run on
+   the world's choice, on the workers only, or on the host only by turns. */
+static void run_coalesce(aoi_shape shape) {
+  unsigned seeds = env_unsigned("AOI_DIFF_SEEDS", 0);
+  unsigned only_seed = env_unsigned("AOI_DIFF_SEED", 0);
+  seeds = seeds == 0 ? 2 : (seeds + 6) / 7;
+  for (unsigned seed = 1; seed <= seeds || only_seed != 0; seed++) {
+    if (only_seed != 0)
+      seed = only_seed;
+    for (unsigned t = 1; t <= 4; t++)
+      for (unsigned k = 0; k < SHARD_COUNTS; k++)
+        run_case(seed, shape, t, shard_counts[k], 1,
+                 (int)((seed + t + k) % 3));
+    if (only_seed != 0)
+      break;
+  }
+}
+
+static void test_coalesce_circle(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_CIRCLE);
+}
+
+static void test_coalesce_square(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_SQUARE);
+}
+
+static void test_coalesce_cells(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_CELLS);
 }
 
 static void test_circle(void **state) {
@@ -1281,6 +1471,9 @@ int main(void) {
       cmocka_unit_test_teardown(test_circle, teardown),
       cmocka_unit_test_teardown(test_square, teardown),
       cmocka_unit_test_teardown(test_cells, teardown),
+      cmocka_unit_test_teardown(test_coalesce_circle, teardown),
+      cmocka_unit_test_teardown(test_coalesce_square, teardown),
+      cmocka_unit_test_teardown(test_coalesce_cells, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  * allocator fails the n-th allocation (or, in the "onward" runs, every
  * allocation from the n-th until the failing call returns), for every n from
  * 1 to the number of allocations a step makes when nothing fails, through
- * world creation, adds that grow every host table, operations that need a
- * new op chunk or a bigger op ring, ticks (plain, with many handoffs and
+ * world creation, adds that grow every host table, operations that grow a
+ * shard's op queue, a flood of moves that folds into a few records, ticks
+ * (plain, with many handoffs and
  * teleports, with ghosts growing, with outboxes growing because nobody
  * drained, the first tick of many new watchers, an id removed and respawned
  * around a failed tick; through aoi_tick and aoi_tick_begin/end by turns),
@@ -1133,8 +1134,8 @@ static void setup_empty(side *s)
 }
 
 /* 1300 adds: the id map, the handle tables, the free and limbo lists all
-   double several times (first add, the 33rd, 65th, 129th, ...), and more
-   than 1024 ops go to shard 0, so it needs a second op chunk. Some ids are
+   double several times (first add, the 33rd, 65th, 129th, ...), and so
+   does the op queue of shard 0, which gets more than 1024 records. Some ids are
    removed and added again in the same tick, and invalid calls in between
    must keep their codes while allocations fail. */
 static void step_adds(side *s)
@@ -1161,10 +1162,10 @@ static void test_adds_oom(void **state)
   run_scenario(&sc, spread_layouts, COUNT_OF(spread_layouts), once);
 }
 
-/* ---- operations that need a new op chunk -------------------------------- */
+/* ---- operations that grow an op queue ----------------------------------- */
 
-/* 1200 entities in shard 0, added over two ticks so that only one op chunk
-   is ever in use: the chunk pool holds one. */
+/* 1200 entities in shard 0, added over two ticks so that its op queue
+   holds at most 600 records. */
 static void setup_corner_crowd(side *s)
 {
   s_tick(s);
@@ -1180,10 +1181,10 @@ static void setup_corner_crowd(side *s)
   s_drain(s);
 }
 
-/* 4200 ops to shard 0: each kind crosses a chunk boundary (the 1025th op
-   is a move, the 2049th a radius change, the 3073rd a mask change, the
-   4097th a removal), and each needs a fresh chunk. */
-static void step_chunk_ops(side *s)
+/* 4200 ops to shard 0: the moves give each entity a record (the queue
+   grows past 600 to 1200 records); radius and mask changes and removals
+   fold into those records and need no memory. */
+static void step_queue_ops(side *s)
 {
   for (uint64_t id = 1; id <= 1200; id++)
     s_move(s, id, corner_x(id, 7), corner_y(id, 8));
@@ -1196,11 +1197,11 @@ static void step_chunk_ops(side *s)
   s_invalid_ops(s, 2, 1);
 }
 
-static void test_op_chunks_oom(void **state)
+static void test_op_queue_oom(void **state)
 {
   (void)state;
-  static const scenario sc = {"op chunks", 1300, setup_corner_crowd,
-                              step_chunk_ops, 0};
+  static const scenario sc = {"op queue", 1300, setup_corner_crowd,
+                              step_queue_ops, 0};
   run_scenario(&sc, every_layout, COUNT_OF(every_layout), once);
 }
 
@@ -1213,9 +1214,10 @@ static void setup_corner_few(side *s)
   s_drain(s);
 }
 
-/* 140000 moves to shard 0 in one tick: 137 op chunks, more than its op
-   ring holds (127), so the ring grows while ops are submitted, and the tick
-   must reserve room for its end marker and the apply phase's scratch. */
+/* 140000 moves of 20 entities in shard 0 in one tick: they fold into 20
+   records, and the tick reserves for 20 (the op chunks that were here
+   before took 137 chunks and a bigger ring, and a tick that reserved for
+   every move). */
 static void step_ring_growth(side *s)
 {
   for (uint64_t i = 0; i < 140000; i++)
@@ -1223,10 +1225,10 @@ static void step_ring_growth(side *s)
   s_tick(s);
 }
 
-static void test_op_ring_growth_oom(void **state)
+static void test_move_flood_oom(void **state)
 {
   (void)state;
-  static const scenario sc = {"op ring growth", 30, setup_corner_few,
+  static const scenario sc = {"move flood", 30, setup_corner_few,
                               step_ring_growth, 0};
   run_scenario(&sc, few_layouts, COUNT_OF(few_layouts), once);
 }
@@ -1487,8 +1489,8 @@ static void test_repeated_failures_oom(void **state)
 {
   (void)state;
   static const scenario adds = {"adds", 1400, setup_empty, step_adds, 0};
-  static const scenario chunks = {"op chunks", 1300, setup_corner_crowd,
-                                  step_chunk_ops, 0};
+  static const scenario chunks = {"op queue", 1300, setup_corner_crowd,
+                                  step_queue_ops, 0};
   const scenario *scenarios[] = {
       &adds,         &chunks,     &plain_tick,      &new_watchers_tick,
       &handoff_tick, &ghost_tick, &undrained_ticks, &respawn};
@@ -1562,8 +1564,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_create_oom, close_open_sides),
       cmocka_unit_test_teardown(test_adds_oom, close_open_sides),
-      cmocka_unit_test_teardown(test_op_chunks_oom, close_open_sides),
-      cmocka_unit_test_teardown(test_op_ring_growth_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_op_queue_oom, close_open_sides),
+      cmocka_unit_test_teardown(test_move_flood_oom, close_open_sides),
       cmocka_unit_test_teardown(test_tick_plain_oom, close_open_sides),
       cmocka_unit_test_teardown(test_tick_new_watchers_oom, close_open_sides),
       cmocka_unit_test_teardown(test_tick_handoffs_oom, close_open_sides),

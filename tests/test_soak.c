@@ -102,7 +102,7 @@
  * factor. The crowd is held within +-5% of its size and every process that
  * drives it (walks, churn, skipped drains) is stationary, so the engine's
  * memory (per-handle tables, shard arrays, views, outboxes, grids, ghost and
- * handoff batches, op chunks) reaches its plateau during warm-up. What can
+ * handoff batches, op queues) reaches its plateau during warm-up. What can
  * still move it are the engine's doubling arrays: one of them crossing a
  * power of two when the crowd drifts to a new extreme, or an outbox that a
  * skipped drain lets grow further than any did during warm-up. Each is a few
