@@ -657,7 +657,7 @@ static bool reserve_candidate(aoi__worker *k, uint32_t n)
 
 static inline aoi__candidate *spare_candidates(aoi__worker *k)
 {
-  return k->candidates + k->candidate_capacity;
+  return k->candidates == NULL ? NULL : k->candidates + k->candidate_capacity;
 }
 
 /* Merges `n` enters (by id) into the view's first `kept` handles (by id),
