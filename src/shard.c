@@ -741,7 +741,7 @@ static uint32_t view_hint(const aoi__worker *k, uint32_t block, uint32_t need)
   uint64_t sizes = k->view_sum + k->last_view_sum;
   uint64_t views = k->view_n + k->last_view_n;
   uint32_t mean = views > 0 ? (uint32_t)(sizes / views) : 0;
-  uint32_t usual = mean + mean / 2;
+  uint32_t usual = 2 * mean;
   hint = hint > usual ? hint : usual;
   return hint < most ? hint : most;
 }
