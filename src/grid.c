@@ -140,6 +140,7 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
   aoi__free(a, grid->layers, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->radius, sizeof(float) * grid->capacity);
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
@@ -202,10 +203,12 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   bigger.layers = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.radius = aoi__alloc(a, sizeof(float) * capacity);
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
   if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
-      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell) {
+      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell ||
+      !bigger.radius) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }
@@ -363,6 +366,7 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
     grid->layers[at] = it->layers;
     grid->info[at] = it->info;
     grid->slot[at] = it->slot;
+    grid->radius[at] = it->radius;
   }
   for (uint32_t k = slots; k > 0; k--)
     start[k] = start[k - 1];

@@ -270,6 +270,7 @@ typedef struct aoi__grid {
   uint64_t *id;
   uint32_t *handle, *layers, *info;
   uint32_t *slot; /* owned entries: index in the shard's entity array */
+  float *radius;  /* owned watchers: the view radius, else 0 */
   uint32_t *cell; /* scratch for the build */
 } aoi__grid;
 
@@ -278,6 +279,7 @@ typedef struct aoi__grid_item {
   float x, y;
   uint64_t id;
   uint32_t handle, layers, info, slot;
+  float radius;
 } aoi__grid_item;
 
 void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid);

@@ -489,6 +489,7 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->handle = e->handle;
     it->layers = e->layers;
     it->slot = i;
+    it->radius = e->radius;
     it->info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
       it->info |= AOI__ENTRY_MARKER;
@@ -511,6 +512,7 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->handle = g->handle;
     it->layers = g->layers;
     it->slot = AOI__NONE;
+    it->radius = 0;
     it->info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
                : (g->kind & AOI__GHOST_CHANGED)
                    ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
@@ -949,34 +951,12 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   return 0;
 }
 
-#define HIT_LEAVE (1u << 31)
-
-/* Clears the membership bits of the first nh hits. */
-static void clear_hits(aoi__worker *k, const uint32_t *hs, uint32_t nh)
+/* Clears both bits of every handle of a view. */
+static void clear_view_bits(aoi__worker *k, const uint32_t *hs, uint32_t v)
 {
-  for (uint32_t q = 0; q < nh; q++)
-    clear_member(k, hs[k->hits[q] & ~HIT_LEAVE]);
-}
-
-static int compare_u32(const void *a, const void *b)
-{
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
-static void sort_u32(uint32_t *a, uint32_t n)
-{
-  if (n > 32) {
-    qsort(a, n, sizeof(*a), compare_u32);
-    return;
-  }
-  for (uint32_t i = 1; i < n; i++) {
-    uint32_t v = a[i], j = i;
-    while (j > 0 && a[j - 1] > v) {
-      a[j] = a[j - 1];
-      j--;
-    }
-    a[j] = v;
+  for (uint32_t i = 0; i < v; i++) {
+    clear_member(k, hs[i]);
+    take_moved(k, hs[i]);
   }
 }
 
@@ -984,9 +964,13 @@ static void sort_u32(uint32_t *a, uint32_t n)
    view the last tick computed: only markers that changed can enter, leave
    or move, and each one that the view holds stood within the watcher's
    reach at the end of the last tick, so it is in the grid near the watcher
-   as a changed marker or as a departure. Cost follows change: a watcher
-   with no change nearby reads nothing of its view but a few probes.
-   Returns 0 or AOI_ENOMEM (then nothing changed). */
+   as a changed marker or as a departure. The view's handles get their
+   membership bit; each changed one met is marked in the second bitset
+   (a move keeps its membership bit, a leave loses it), and one walk of the
+   view then writes the leaves and moves in id order. Cost follows change:
+   a watcher with nothing changed near it is not computed at all, and one
+   with a few changes reads its view and a few cells. Returns 0 or
+   AOI_ENOMEM (then nothing changed). */
 static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                            uint64_t tick)
 {
@@ -994,10 +978,11 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   const aoi_allocator *a = &w->allocator;
   const aoi__shape *shape = &w->shape;
   const aoi__mark *mark = w->mark;
-  const uint64_t *idof = w->idof;
   aoi__view *view = &e->view;
   const uint32_t *held = view->handles;
   uint32_t v = view->count;
+  for (uint32_t i = 0; i < v; i++)
+    set_member(k, held[i]);
   double inner = e->radius, outer = inner + w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
   double box[4];
@@ -1019,30 +1004,23 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
             continue;
           uint32_t h = g->handle[i];
-          if (h == e->handle || is_member(k, h))
+          if (h == e->handle || take_moved(k, h)) {
+            if (h != e->handle)
+              set_moved(k, h); /* met before: a hit is taken once */
             continue;
-          uint32_t p = aoi__view_find(view, idof, g->id[i]);
-          if (p < v && held[p] == h) {
-            /* held: it leaves or moves (a hit is taken once, though a
-               marker may be met as marker and as departure) */
+          }
+          if (is_member(k, h)) {
+            /* held: it leaves or moves */
             const aoi__mark *m = &mark[h];
-            uint32_t hit;
             if ((m->layers & e->interest) == 0 ||
-                !aoi__within(shape, e->x, e->y, m->x, m->y, outer))
-              hit = p | HIT_LEAVE;
-            else if (move_events && m->moved == (uint32_t)tick)
-              hit = p;
-            else
+                !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
+              clear_member(k, h);
+              nl++;
+            } else if (!move_events || m->moved != (uint32_t)tick) {
               continue;
-            if (nh == k->hit_capacity &&
-                aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
-                             sizeof(uint32_t)) != 0) {
-              clear_hits(k, held, nh);
-              return AOI_ENOMEM;
             }
-            set_member(k, h);
-            k->hits[nh++] = hit;
-            nl += (hit & HIT_LEAVE) != 0;
+            set_moved(k, h);
+            nh++;
             continue;
           }
           /* not held: a changed marker (each is listed once) may enter */
@@ -1050,48 +1028,47 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
               !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
             continue;
           if (!reserve_candidate(k, n)) {
-            clear_hits(k, held, nh);
+            clear_view_bits(k, held, v);
             return AOI_ENOMEM;
           }
           k->candidates[n++] = (aoi__candidate){g->id[i], h};
         }
       }
     }
-  clear_hits(k, held, nh);
-  if (nh + n == 0)
+  if (nh + n == 0) {
+    clear_view_bits(k, held, v);
     return 0;
+  }
   uint32_t *rec = reserve_record(k, nh + n);
-  if (rec == NULL || view_reserve(a, view, v - nl + n, 0) != 0)
+  if (rec == NULL || view_reserve(a, view, v - nl + n, 0) != 0 ||
+      aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
+                   sizeof(uint32_t)) != 0) {
+    clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
+  }
   AOI__STRESS();
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n, spare_candidates(k));
-  uint32_t *hs = view->handles, *hits = k->hits;
+  uint32_t *hs = view->handles, *moves = k->hits;
   uint32_t *out = rec + AOI__RECORD_HEADER;
-  /* Each view index is hit once: sorted, the moves come by index (so by
-     id), then the leaves, which carry the high bit. */
-  sort_u32(hits, nh);
-  uint32_t nm = nh - nl;
-  for (uint32_t q = 0; q < nl; q++)
-    out[q] = hs[hits[nm + q] & ~HIT_LEAVE];
+  uint32_t ql = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    bool member = is_member(k, h), hit = take_moved(k, h);
+    clear_member(k, h);
+    if (hit && !member) {
+      out[ql++] = h;
+      continue;
+    }
+    if (hit)
+      moves[nm++] = h;
+    hs[kept++] = h;
+  }
   for (uint32_t j = 0; j < n; j++)
     out[nl + j] = enters[j].handle;
-  for (uint32_t q = 0; q < nm; q++)
-    out[nl + n + q] = hs[hits[q]];
-  uint32_t kept = v;
-  if (nl > 0) {
-    /* close up the leaves, which are by index */
-    uint32_t to = hits[nm] & ~HIT_LEAVE, q = 0;
-    for (uint32_t i = to; i < v; i++) {
-      if (q < nl && i == (hits[nm + q] & ~HIT_LEAVE)) {
-        q++;
-        continue;
-      }
-      hs[to++] = hs[i];
-    }
-    kept = to;
-  }
-  merge_enters(view, kept, enters, n, idof);
+  if (nm > 0)
+    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  merge_enters(view, kept, enters, n, w->idof);
   commit_record(k, e, nl, n, nm);
   return 0;
 }
@@ -1171,7 +1148,7 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
       double box[4];
       uint32_t r[4];
-      double reach = (double)s->entities[g->slot[i]].radius + hysteresis;
+      double reach = (double)g->radius[i] + hysteresis;
       aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
       aoi__grid_range(g, box, r);
       if (aoi__grid_dirty(g, r) == 0)
