@@ -44,9 +44,9 @@ typedef struct handle_tables {
   aoi__mark *mark;
   aoi__outbox *outbox;
   uint64_t *idof;
-  uint32_t *record, *queued, *free_handles, *limbo, *limbo_old, *backlog,
+  uint32_t *event_at, *queued, *free_handles, *limbo, *limbo_old, *backlog,
       *assigned;
-  uint8_t *in_pending;
+  uint8_t *in_backlog;
 } handle_tables;
 
 static size_t align16(size_t n)
@@ -69,14 +69,14 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(mark, aoi__mark);
   TABLE(outbox, aoi__outbox);
   TABLE(idof, uint64_t);
-  TABLE(record, uint32_t);
+  TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
   TABLE(free_handles, uint32_t);
   TABLE(limbo, uint32_t);
   TABLE(limbo_old, uint32_t);
   TABLE(backlog, uint32_t);
   TABLE(assigned, uint32_t);
-  TABLE(in_pending, uint8_t);
+  TABLE(in_backlog, uint8_t);
 #undef TABLE
   return at;
 }
@@ -131,9 +131,9 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
     memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
-    memcpy(t.record, w->record, sizeof(*t.record) * old);
+    memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
-    memcpy(t.in_pending, w->in_pending, old);
+    memcpy(t.in_backlog, w->in_backlog, old);
     memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
     memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
     memcpy(t.limbo_old, w->limbo_old, sizeof(uint32_t) * w->limbo_old_count);
@@ -145,18 +145,18 @@ static int reserve_handle(aoi_world *w)
   memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
   memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
-  memset(t.record + old, 0, sizeof(*t.record) * (cap - old));
+  memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
-  memset(t.in_pending + old, 0, cap - old);
+  memset(t.in_backlog + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
   w->location = t.location;
   w->mark = t.mark;
   w->outbox = t.outbox;
   w->idof = t.idof;
-  w->record = t.record;
+  w->event_at = t.event_at;
   w->queued = t.queued;
-  w->in_pending = t.in_pending;
+  w->in_backlog = t.in_backlog;
   w->free_handles = t.free_handles;
   w->limbo = t.limbo;
   w->limbo_old = t.limbo_old;
@@ -296,7 +296,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->shard = shard;
   w->outbox[h].count = 0;
   w->idof[h] = id;
-  w->record[h] = 0;
+  w->event_at[h] = 0;
   aoi__idmap_put(&w->ids, id, h);
   w->live++;
   if (flags & AOI_WATCHER) {
@@ -643,7 +643,6 @@ static int tick_begin(aoi_world *w, bool blocking)
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
-  w->command.watch_reach = reach;
   /* Cells follow the usual reach, not the largest: a watcher scans the
      cells its own reach covers, so one spectator with a huge radius costs
      its own scan and nobody else's. */

@@ -369,7 +369,7 @@ void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
    enters and moves, then the handles of the entities concerned in that
    order. An event is 4 bytes here; its id and position are read at
    delivery from world->idof and world->mark, which no thread changes
-   between ticks. world->record[h] is 1 + the offset of watcher h's record
+   between ticks. world->event_at[h] is 1 + the offset of watcher h's record
    while it is undelivered (0 otherwise). Records left undelivered when the
    next tick begins are expanded into the watchers' outboxes first. */
 #define AOI__RECORD_HEADER 4u
@@ -385,19 +385,16 @@ typedef struct aoi__segment {
   uint32_t backlog_from, backlog_count;
 } aoi__segment;
 
-/* The watchers that may have undrained events, sorted by id lazily. Host
-   only. An entry is valid while its handle is live under the same id and
-   in_pending marks it; stale entries are dropped by the next aoi_pending. */
+/* aoi_pending's answer, built on demand from the segments' records and the
+   backlog (outbox.c). Host only. */
 typedef struct aoi__pending_entry {
   uint64_t id;
   uint32_t handle;
 } aoi__pending_entry;
 
 typedef struct aoi__pending {
-  aoi__pending_entry *entries; /* sorted up to `sorted`, then appended */
-  uint32_t count, capacity, sorted;
-  aoi__pending_entry *scratch;
-  uint32_t scratch_capacity;
+  aoi__pending_entry *entries; /* the sort's buffer */
+  uint32_t count, capacity;
   uint64_t *ids; /* the answer of the last aoi_pending */
   uint32_t ids_count, ids_capacity;
 } aoi__pending;
@@ -541,7 +538,6 @@ typedef struct aoi__tick_command {
   uint64_t tick;
   double ghost_reach; /* per-axis distance within which markers are ghosted */
   double cell_size;   /* grid cell side */
-  double watch_reach; /* >= every watcher's radius plus the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
   bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
   int shutdown;
@@ -564,14 +560,13 @@ typedef struct aoi__worker {
   aoi__batch *handoffs_out; /* one per peer worker */
   aoi__batch *ghosts_out;
   /* compute scratch */
-  uint32_t *work; /* the grid entries of the watchers to compute */
+  uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
   uint32_t work_capacity;
   /* sizes of the views computed whole, this tick and the last */
   uint64_t view_sum, view_n, last_view_sum, last_view_n;
   aoi__candidate *candidates; /* candidate_capacity, then as many spare */
   uint32_t candidate_capacity;
-  uint32_t *hits; /* view entries a changed marker leaves or moves, or a
-                     watcher's moves before they follow its enters */
+  uint32_t *hits; /* a watcher's moves, before they follow its enters */
   uint32_t hit_capacity;
   uint64_t *member; /* two bitsets over handles (see reserve_members); all
                        clear between watchers */
@@ -628,9 +623,9 @@ struct aoi_world {
   aoi__location *location;                /* per handle */
   aoi__mark *mark;                        /* per handle */
   aoi__outbox *outbox;                    /* per handle: the backlog */
-  uint32_t *record;                       /* per handle, see aoi__segment */
+  uint32_t *event_at;                     /* per handle, see aoi__segment */
   uint64_t *idof;                         /* per handle: its id */
-  uint8_t *in_pending;                    /* per handle: in backlog[] */
+  uint8_t *in_backlog;                    /* per handle: in backlog[] */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
   uint32_t *free_handles; /* handle_capacity each, like every per-handle */

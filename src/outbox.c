@@ -76,8 +76,6 @@ void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox)
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending)
 {
   aoi__free(a, pending->entries, sizeof(aoi__pending_entry) * pending->capacity);
-  aoi__free(a, pending->scratch,
-            sizeof(aoi__pending_entry) * pending->scratch_capacity);
   aoi__free(a, pending->ids, sizeof(uint64_t) * pending->ids_capacity);
   memset(pending, 0, sizeof(*pending));
 }
@@ -126,34 +124,43 @@ static aoi__segment *segment_of(aoi_world *w, uint32_t h)
 /* Notes h in the backlog list if it is not there. Room: a handle table. */
 static void backlog_note(aoi_world *w, uint32_t h)
 {
-  if (w->in_pending[h])
+  if (w->in_backlog[h])
     return;
-  w->in_pending[h] = 1;
+  w->in_backlog[h] = 1;
   w->backlog[w->backlog_count++] = h;
 }
 
-/* Moves watcher h's record into its outbox. 0 or AOI_ENOMEM (nothing
-   changed). */
-static int record_to_outbox(aoi_world *w, uint32_t h)
+/* Appends watcher h's record (in `seg`) to its outbox and drops the
+   record. 0 or AOI_ENOMEM (nothing changed). Touches only h's own state
+   and `seg`, so aoi_deliver may call it for its segment. */
+static int record_append(aoi_world *w, aoi__segment *seg, uint32_t h)
 {
-  aoi__segment *seg = segment_of(w, h);
-  const uint32_t *rec = seg->words + (w->record[h] - 1);
+  const uint32_t *rec = seg->words + (w->event_at[h] - 1);
   uint32_t n = record_events(rec);
   aoi_event *room = aoi__outbox_reserve(&w->allocator, &w->outbox[h], n, 0);
   if (room == NULL)
     return AOI_ENOMEM;
   expand(w, rec, (uint32_t)w->tick, room);
   w->outbox[h].count += n;
-  w->record[h] = 0;
+  w->event_at[h] = 0;
   seg->taken++;
-  backlog_note(w, h);
   return 0;
+}
+
+/* Moves watcher h's record into its outbox, which joins the backlog. Host
+   only. */
+static int record_to_outbox(aoi_world *w, uint32_t h)
+{
+  int rc = record_append(w, segment_of(w, h), h);
+  if (rc == 0)
+    backlog_note(w, h);
+  return rc;
 }
 
 void aoi__record_drop(aoi_world *w, uint32_t h)
 {
-  if (w->record[h] != 0) {
-    w->record[h] = 0;
+  if (w->event_at[h] != 0) {
+    w->event_at[h] = 0;
     segment_of(w, h)->taken++;
   }
 }
@@ -166,7 +173,7 @@ int aoi__segments_settle(aoi_world *w)
       for (uint32_t at = 0; at < seg->count;) {
         const uint32_t *rec = seg->words + at;
         uint32_t h = rec[0];
-        if (w->record[h] == at + 1 && record_to_outbox(w, h) != 0)
+        if (w->event_at[h] == at + 1 && record_to_outbox(w, h) != 0)
           return AOI_ENOMEM;
         at += AOI__RECORD_HEADER + record_events(rec);
       }
@@ -181,7 +188,7 @@ int aoi__segments_settle(aoi_world *w)
     if (w->outbox[h].count > 0 && (w->host[h].flags & AOI__LIVE))
       w->backlog[n++] = h;
     else
-      w->in_pending[h] = 0;
+      w->in_backlog[h] = 0;
   }
   w->backlog_count = n;
   return 0;
@@ -196,7 +203,7 @@ void aoi__segments_assign(aoi_world *w)
      segment of its worker. */
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->record[h] == 0 && w->outbox[h].count > 0)
+    if (w->event_at[h] == 0 && w->outbox[h].count > 0)
       segment_of(w, h)->backlog_count++;
   }
   uint32_t from = 0;
@@ -207,7 +214,7 @@ void aoi__segments_assign(aoi_world *w)
   }
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->record[h] == 0 && w->outbox[h].count > 0) {
+    if (w->event_at[h] == 0 && w->outbox[h].count > 0) {
       aoi__segment *seg = segment_of(w, h);
       w->assigned[seg->backlog_from + seg->backlog_count++] = h;
     }
@@ -224,7 +231,7 @@ int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
   uint32_t h = aoi__idmap_get(&w->ids, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
-  if (w->record[h] != 0) {
+  if (w->event_at[h] != 0) {
     int rc = record_to_outbox(w, h);
     if (rc != 0)
       return rc;
@@ -248,26 +255,21 @@ static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
   aoi__outbox *o = &w->outbox[h];
   const aoi_event *events;
   uint32_t n;
-  if (w->record[h] != 0) {
-    const uint32_t *rec = seg->words + (w->record[h] - 1);
+  if (w->event_at[h] != 0 && o->count == 0) {
+    /* the usual case: this tick's events only, laid out in the scratch */
+    const uint32_t *rec = seg->words + (w->event_at[h] - 1);
     n = record_events(rec);
-    aoi_event *room;
-    if (o->count > 0) {
-      if ((room = aoi__outbox_reserve(&w->allocator, o, n, 0)) == NULL)
-        return AOI_ENOMEM;
-      expand(w, rec, (uint32_t)w->tick, room);
-      n += o->count;
-      events = o->events;
-    } else {
-      if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
-                       &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
-        return AOI_ENOMEM;
-      expand(w, rec, (uint32_t)w->tick, seg->scratch);
-      events = seg->scratch;
-    }
-    w->record[h] = 0;
+    if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
+                     &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
+      return AOI_ENOMEM;
+    expand(w, rec, (uint32_t)w->tick, seg->scratch);
+    events = seg->scratch;
+    w->event_at[h] = 0;
     seg->taken++;
   } else {
+    /* a backlog: this tick's events, if any, go after it */
+    if (w->event_at[h] != 0 && record_append(w, seg, h) != 0)
+      return AOI_ENOMEM;
     events = o->events;
     n = o->count;
   }
@@ -297,7 +299,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   for (uint32_t at = 0; at < seg->count;) {
     const uint32_t *rec = seg->words + at;
     uint32_t h = rec[0];
-    if (w->record[h] == at + 1) {
+    if (w->event_at[h] == at + 1) {
       __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
       int rc = deliver_one(w, seg, h, fn, user);
       if (rc != 0)
@@ -341,7 +343,7 @@ int aoi__pending_update(aoi_world *w)
       const uint32_t *rec = seg->words + at;
       uint32_t h = rec[0];
       /* one with a backlog is listed already */
-      if (w->record[h] == at + 1 && w->outbox[h].count == 0)
+      if (w->event_at[h] == at + 1 && w->outbox[h].count == 0)
         p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
       at += AOI__RECORD_HEADER + record_events(rec);
     }

@@ -118,7 +118,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->candidates,
               sizeof(aoi__candidate) * 2 * (size_t)k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
-    aoi__free(a, k->work, sizeof(uint32_t) * k->work_capacity);
+    aoi__free(a, k->work, sizeof(uint64_t) * k->work_capacity);
     aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
@@ -750,8 +750,8 @@ static uint32_t view_hint(const aoi__worker *k, uint32_t block, uint32_t need)
 
 /* Room in this worker's segment for a record of up to `events` events, or
    NULL (then nothing changed). The record is written there, then kept by
-   commit_record. */
-static uint32_t *reserve_record(aoi__worker *k, uint32_t events)
+   commit_events. */
+static uint32_t *reserve_events(aoi__worker *k, uint32_t events)
 {
   aoi__segment *seg = &k->world->segments[k->index];
   uint64_t need = (uint64_t)seg->count + AOI__RECORD_HEADER + events;
@@ -764,7 +764,7 @@ static uint32_t *reserve_record(aoi__worker *k, uint32_t events)
 }
 
 /* Keeps the record just written for watcher e, if it holds any event. */
-static void commit_record(aoi__worker *k, const aoi__entity *e, uint32_t nl,
+static void commit_events(aoi__worker *k, const aoi__entity *e, uint32_t nl,
                           uint32_t ne, uint32_t nm)
 {
   uint32_t total = nl + ne + nm;
@@ -776,7 +776,7 @@ static void commit_record(aoi__worker *k, const aoi__entity *e, uint32_t nl,
   rec[1] = nl;
   rec[2] = ne;
   rec[3] = nm;
-  k->world->record[e->handle] = seg->count + 1;
+  k->world->event_at[e->handle] = seg->count + 1;
   seg->count += AOI__RECORD_HEADER + total;
   seg->records++;
   k->events_made += total;
@@ -791,7 +791,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   aoi__view *view = &e->view;
   uint32_t v = view->count, *hs = view->handles;
   bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
-  uint32_t *rec = reserve_record(k, v);
+  uint32_t *rec = reserve_events(k, v);
   if (rec == NULL)
     return AOI_ENOMEM;
   if (aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity, v + 1,
@@ -817,7 +817,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   if (nm > 0)
     memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
   view->count = kept;
-  commit_record(k, e, nl, 0, nm);
+  commit_events(k, e, nl, 0, nm);
   e->stale = AOI__STALE_WHOLE;
   return 0;
 }
@@ -888,7 +888,7 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     n = 0;
   uint32_t *rec = NULL;
   if (v + n > 0 &&
-      ((rec = reserve_record(k, v + n)) == NULL ||
+      ((rec = reserve_events(k, v + n)) == NULL ||
        aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
                     v + 1, sizeof(uint32_t)) != 0)) {
     /* keep the view; the bits go back to clear */
@@ -939,7 +939,7 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   if (v + n > 0)
-    commit_record(k, e, nl, n, nm);
+    commit_events(k, e, nl, n, nm);
   k->view_sum += view->count;
   k->view_n++;
   if (!complete) {
@@ -1039,7 +1039,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     clear_view_bits(k, held, v);
     return 0;
   }
-  uint32_t *rec = reserve_record(k, nh + n);
+  uint32_t *rec = reserve_events(k, nh + n);
   if (rec == NULL || view_reserve(a, view, v - nl + n, 0) != 0 ||
       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                    sizeof(uint32_t)) != 0) {
@@ -1069,29 +1069,22 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   merge_enters(view, kept, enters, n, w->idof);
-  commit_record(k, e, nl, n, nm);
+  commit_events(k, e, nl, n, nm);
   return 0;
 }
 
 /* A watcher whose record cannot be stored keeps its view and is resynced
    by its next compute; one whose enters wait is scanned whole next tick. */
+/* `dirty` is the number of changed markers and departures within its
+   reach, or UINT32_MAX for a watcher that changed or missed a tick (the
+   grid's flags say so). Where most of what it sees changed (a spectator
+   over a walking crowd), one scan is cheaper than a probe per change. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                            uint64_t tick)
+                            uint32_t dirty, uint64_t tick)
 {
-  bool whole = g == NULL || e->changed == tick || e->stale;
-  if (!whole) {
-    /* Where most of what it sees changed (a spectator over a walking
-       crowd), one scan is cheaper than a probe per change. */
-    double box[4];
-    uint32_t r[4];
-    aoi__reach_box(&k->world->shape, e->x, e->y,
-                   (double)e->radius + k->world->config.hysteresis, box);
-    aoi__grid_range(g, box, r);
-    whole = aoi__grid_dirty(g, r) > e->view.count / 2 + 16;
-  }
   int rc = g == NULL ? compute_marks(k, e, tick)
-           : whole   ? compute_whole(k, e, g, tick)
-                     : compute_changes(k, e, g, tick);
+           : dirty > e->view.count / 2 + 16 ? compute_whole(k, e, g, tick)
+                                            : compute_changes(k, e, g, tick);
   if (rc != 0) {
     fail(k, rc);
     e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
@@ -1104,7 +1097,7 @@ static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   for (uint32_t i = 0; i < s->count; i++)
     if (s->entities[i].flags & AOI_WATCHER)
-      compute_watcher(k, &s->entities[i], NULL, tick);
+      compute_watcher(k, &s->entities[i], NULL, UINT32_MAX, tick);
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -1127,17 +1120,20 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
   }
   if ((rc = reserve_members(k)) != 0 ||
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
-                         &k->work_capacity, g->count + 1,
-                         sizeof(uint32_t))) != 0) {
+                         &k->work_capacity, s->count + 1,
+                         sizeof(uint64_t))) != 0) {
     fail(k, rc);
     compute_from_marks(k, s, cmd->tick);
     return;
   }
   /* The watchers with work: those that changed or missed a tick, and those
      with a changed marker or a departure within their own reach. The
-     others keep their views untouched: nothing they see changed. */
+     others keep their views untouched: nothing they see changed. Each is
+     listed by its slot, with the number of changes in its reach
+     (UINT32_MAX: computed whole anyway), which compute_watcher reuses. */
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
-  uint32_t *work = k->work, nw = 0;
+  uint64_t *work = k->work;
+  uint32_t nw = 0;
   uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
                                                         g->width - 1);
   double hysteresis = k->world->config.hysteresis;
@@ -1145,29 +1141,31 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     uint32_t info = g->info[i];
     if ((info & want) != want)
       continue;
+    uint32_t dirty = UINT32_MAX;
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
       double box[4];
       uint32_t r[4];
       double reach = (double)g->radius[i] + hysteresis;
       aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
       aoi__grid_range(g, box, r);
-      if (aoi__grid_dirty(g, r) == 0)
+      if ((dirty = aoi__grid_dirty(g, r)) == 0)
         continue;
     }
-    work[nw++] = i;
+    work[nw++] = (uint64_t)dirty << 32 | g->slot[i];
   }
   for (uint32_t j = 0; j < nw; j++) {
     /* Views and entities are scattered: fetch ahead. */
     if (j + 8 < nw)
-      __builtin_prefetch(&s->entities[g->slot[work[j + 8]]]);
+      __builtin_prefetch(&s->entities[(uint32_t)work[j + 8]]);
     if (j + 4 < nw) {
-      const aoi__entity *ahead = &s->entities[g->slot[work[j + 4]]];
+      const aoi__entity *ahead = &s->entities[(uint32_t)work[j + 4]];
       const char *hs = (const char *)ahead->view.handles;
       size_t n = ahead->view.count;
       for (size_t at = 0; at < sizeof(uint32_t) * n && at < 512; at += 64)
         __builtin_prefetch(hs + at);
     }
-    compute_watcher(k, &s->entities[g->slot[work[j]]], g, cmd->tick);
+    compute_watcher(k, &s->entities[(uint32_t)work[j]], g,
+                    (uint32_t)(work[j] >> 32), cmd->tick);
   }
   s->compute_ns = aoi__now_ns() - started;
 }
