@@ -3,7 +3,7 @@
  *
  * The host (a zone server's game loop) owns one aoi_world. Between ticks it
  * submits operations (aoi_add, aoi_move, aoi_set_radius, aoi_set_layers,
- * aoi_remove); each is validated at once and queued. aoi_tick() applies them
+ * aoi_set_appeal, aoi_set_cap, aoi_remove); each is validated at once and queued. aoi_tick() applies them
  * on the worker threads, each worker owning some spatial shards, and leaves
  * in every watcher's outbox exactly the events that the trace semantics
  * (docs: TRACE_FORMAT.md) define: `leave`s, then `enter`s, then `move`s,
@@ -104,6 +104,14 @@ typedef struct aoi_allocator {
   void *user;
 } aoi_allocator;
 
+/* A distance band for move events (see aoi_config.move_bands). */
+typedef struct aoi_move_band {
+  float distance;  /* beyond this distance (>= 0, finite) ...           */
+  uint32_t period; /* ... a marker's moves are told every `period` ticks */
+} aoi_move_band;
+
+#define AOI_MAX_MOVE_BANDS 8
+
 typedef struct aoi_config {
   /* Worker threads; 0 = one per online core. At most 256. */
   unsigned threads;
@@ -130,6 +138,18 @@ typedef struct aoi_config {
      next tick hands entities over to match (the events are the same either
      way). 0 = never. Default 16. */
   unsigned rebalance_interval;
+  /* Distance-based move rates (level of detail). With n = move_band_count
+     bands (0 .. AOI_MAX_MOVE_BANDS, distances strictly increasing, periods
+     >= 1), a marker B that a watcher A keeps in view is told to A by a
+     `move` only when B's position differs from the one A was last told
+     (by its enter or its latest move) and the tick t allows it: with P the
+     period of the band of largest distance D such that d(A, B) > D (1 if
+     none), when P = 1 or (A's id + t) mod P = 0. So near markers are told
+     every tick and far ones every few, on ticks spread by watcher id.
+     Default 0: every tick. The views then also keep the position each
+     marker was last told (8 more bytes per view entry). */
+  aoi_move_band move_bands[AOI_MAX_MOVE_BANDS];
+  unsigned move_band_count;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
 } aoi_config;
@@ -181,6 +201,19 @@ AOI_EXPORT int aoi_set_radius(aoi_world *world, uint64_t id, float radius);
 /* Sets the layer and interest masks of a live entity. */
 AOI_EXPORT int aoi_set_layers(aoi_world *world, uint64_t id, uint32_t layers,
                               uint32_t interest);
+/* Sets the appeal radius of a live entity: as a marker, it is seen by any
+   watcher within `appeal` (plus hysteresis once seen), even one whose own
+   view radius is smaller; a watcher A sees marker B within
+   max(A's radius, B's appeal). 0 <= appeal <= max_radius, else
+   AOI_ERADIUS. 0 at aoi_add. A few markers with a large appeal cost the
+   watchers around them, not every watcher. */
+AOI_EXPORT int aoi_set_appeal(aoi_world *world, uint64_t id, float appeal);
+/* Sets the view cap of a live entity: as a watcher, its view holds at most
+   `cap` markers, the nearest (0, the default at aoi_add: no cap). Of the
+   markers it could see, it keeps those of smallest key: the distance, less
+   the hysteresis for one already in its view (so a newcomer only just
+   nearer does not push a member out), ties to the smaller id. */
+AOI_EXPORT int aoi_set_cap(aoi_world *world, uint64_t id, uint32_t cap);
 /* Removes a live entity. Its watchers get `leave` at the next tick. If it is
    a watcher, its undrained events are dropped now. */
 AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);

@@ -292,6 +292,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->id = id;
   e->born = w->tick + 1;
   e->radius = radius;
+  e->appeal = 0;
   e->flags = flags | AOI__LIVE;
   e->shard = shard;
   w->outbox[h].count = 0;
@@ -402,6 +403,42 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
   return 0;
 }
 
+int aoi_set_appeal(aoi_world *w, uint64_t id, float appeal)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, radius_ok(w, appeal) ? 0 : AOI_ERADIUS, &h, &shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  if (appeal > w->appeal_high)
+    w->appeal_high = appeal;
+  else if (e->appeal == w->appeal_high && appeal < e->appeal)
+    w->appeal_high_dirty = true;
+  e->appeal = appeal;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_APPEAL;
+  r->appeal = appeal;
+  return 0;
+}
+
+int aoi_set_cap(aoi_world *w, uint64_t id, uint32_t cap)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
+  if (rc != 0)
+    return rc;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_CAP;
+  r->cap = cap;
+  return 0;
+}
+
 int aoi_remove(aoi_world *w, uint64_t id)
 {
   if (w == NULL)
@@ -415,6 +452,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
   aoi__idmap_del(&w->ids, id);
   e->flags &= ~AOI__LIVE;
   w->live--;
+  if (e->appeal > 0 && e->appeal == w->appeal_high)
+    w->appeal_high_dirty = true;
   if (e->flags & AOI_WATCHER) {
     w->watchers--;
     w->radius_sum -= e->radius;
@@ -444,17 +483,23 @@ int aoi_remove(aoi_world *w, uint64_t id)
 
 /* ---- tick --------------------------------------------------------------- */
 
-static void recompute_radius_high(aoi_world *w)
+/* The largest radius of a live watcher and appeal of a live entity, after
+   the one that was the largest shrank or left. */
+static void recompute_highs(aoi_world *w)
 {
-  float high = 0;
+  float radius = 0, appeal = 0;
   for (uint32_t h = 0; h < w->handle_count; h++) {
     const aoi__host_entity *e = &w->host[h];
-    if ((e->flags & (AOI__LIVE | AOI_WATCHER)) == (AOI__LIVE | AOI_WATCHER) &&
-        e->radius > high)
-      high = e->radius;
+    if (!(e->flags & AOI__LIVE))
+      continue;
+    if ((e->flags & AOI_WATCHER) && e->radius > radius)
+      radius = e->radius;
+    if (e->appeal > appeal)
+      appeal = e->appeal;
   }
-  w->radius_high = high;
-  w->radius_high_dirty = false;
+  w->radius_high = radius;
+  w->appeal_high = appeal;
+  w->radius_high_dirty = w->appeal_high_dirty = false;
 }
 
 /* ---- rebalancing -------------------------------------------------------- */
@@ -637,9 +682,11 @@ static int tick_begin(aoi_world *w, bool blocking)
   if (relayout)
     commit_relayout(w);
   w->command.relayout = relayout;
-  if (w->radius_high_dirty)
-    recompute_radius_high(w);
-  double reach = (double)w->radius_high + (double)w->config.hysteresis;
+  if (w->radius_high_dirty || w->appeal_high_dirty)
+    recompute_highs(w);
+  /* A marker is seen from max(the watcher's radius, its own appeal). */
+  double seen = fmax(w->radius_high, w->appeal_high);
+  double reach = seen + (double)w->config.hysteresis;
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;

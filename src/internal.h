@@ -407,19 +407,21 @@ typedef struct aoi__pending {
 #define AOI__RECORD_RADIUS 4u
 #define AOI__RECORD_LAYERS 8u
 #define AOI__RECORD_REMOVE 16u
+#define AOI__RECORD_APPEAL 32u
+#define AOI__RECORD_CAP 64u
 
 /* Every operation submitted on one handle since the last tick, coalesced
    into one record: the latest value of each field. A record that adds the
    entity carries all of its fields and never removes it (an add and a
    remove between the same two ticks cancel out); one that removes it
    carries nothing else. The worker applies the add, the position, the
-   radius, the layers, then the removal. */
+   radius, the layers, the appeal and the cap, then the removal. */
 typedef struct aoi__record {
   uint32_t handle;
   uint32_t what; /* AOI__RECORD_* */
   uint64_t id;
-  float x, y, radius;
-  uint32_t flags, layers, interest;
+  float x, y, radius, appeal;
+  uint32_t flags, layers, interest, cap;
   uint32_t target; /* host only: the shard its position names, whose
                       arrival (if not this shard) the host has counted */
 } aoi__record;
@@ -451,7 +453,9 @@ typedef struct aoi__entity {
   uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
   float x, y;
   float radius;
+  float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
   uint32_t layers, interest;
+  uint32_t cap;  /* as a watcher: the most markers it sees, 0 = all */
   uint64_t touched;  /* the last tick whose ops moved or added it */
   uint64_t changed;  /* the last tick whose ops changed it in any way */
   uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
@@ -584,6 +588,7 @@ typedef struct aoi__host_entity {
   uint64_t id;
   uint64_t born;  /* the tick that first applies it */
   float radius;
+  float appeal;
   uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__LIVE */
   uint32_t shard; /* where its ops go until `born` has been applied */
 } aoi__host_entity;
@@ -653,6 +658,8 @@ struct aoi_world {
   bool inline_single;
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
+  float appeal_high; /* >= every live entity's appeal */
+  bool appeal_high_dirty;
   double radius_sum;  /* of the live watchers' radii, for the cell size */
   bool radius_high_dirty;
   double last_ghost_reach;

@@ -247,8 +247,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
     e.x = r->x;
     e.y = r->y;
     e.radius = r->radius;
+    e.appeal = r->appeal;
     e.layers = r->layers;
     e.interest = r->interest;
+    e.cap = r->cap;
     e.touched = e.changed = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
@@ -277,6 +279,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
     e->layers = r->layers;
     e->interest = r->interest;
   }
+  if (r->what & AOI__RECORD_APPEAL)
+    e->appeal = r->appeal;
+  if (r->what & AOI__RECORD_CAP)
+    e->cap = r->cap;
   if (r->what & AOI__RECORD_REMOVE) {
     if (e->touched != tick)
       depart(s, e);

@@ -194,6 +194,14 @@ static bool config_valid(const aoi_config *c)
   default:
     return false;
   }
+  if (c->move_band_count > AOI_MAX_MOVE_BANDS)
+    return false;
+  for (unsigned i = 0; i < c->move_band_count; i++) {
+    const aoi_move_band *b = &c->move_bands[i];
+    if (!isfinite(b->distance) || b->distance < 0 || b->period < 1 ||
+        (i > 0 && !(b->distance > c->move_bands[i - 1].distance)))
+      return false;
+  }
   const aoi_allocator *a = c->allocator;
   if (a != NULL && (a->alloc == NULL || a->realloc == NULL || a->free == NULL))
     return false;
