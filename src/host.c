@@ -42,6 +42,7 @@ typedef struct handle_tables {
   aoi__host_entity *host;
   aoi__location *location;
   aoi__mark *mark;
+  float *appeal;
   aoi__outbox *outbox;
   uint64_t *idof;
   uint32_t *event_at, *queued, *free_handles, *limbo, *limbo_old, *backlog,
@@ -67,6 +68,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(host, aoi__host_entity);
   TABLE(location, aoi__location);
   TABLE(mark, aoi__mark);
+  TABLE(appeal, float);
   TABLE(outbox, aoi__outbox);
   TABLE(idof, uint64_t);
   TABLE(event_at, uint32_t);
@@ -129,6 +131,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.host, w->host, sizeof(*t.host) * old);
     memcpy(t.location, w->location, sizeof(*t.location) * old);
     memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
+    memcpy(t.appeal, w->appeal, sizeof(*t.appeal) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
     memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
@@ -143,6 +146,7 @@ static int reserve_handle(aoi_world *w)
   memset(t.host + old, 0, sizeof(*t.host) * (cap - old));
   memset(t.location + old, 0xff, sizeof(*t.location) * (cap - old));
   memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
+  memset(t.appeal + old, 0, sizeof(*t.appeal) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
   memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
   memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
@@ -152,6 +156,7 @@ static int reserve_handle(aoi_world *w)
   w->host = t.host;
   w->location = t.location;
   w->mark = t.mark;
+  w->appeal = t.appeal;
   w->outbox = t.outbox;
   w->idof = t.idof;
   w->event_at = t.event_at;
@@ -690,6 +695,7 @@ static int tick_begin(aoi_world *w, bool blocking)
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
+  w->command.appeals = w->appeal_high > 0;
   /* Cells follow the usual reach, not the largest: a watcher scans the
      cells its own reach covers, so one spectator with a huge radius costs
      its own scan and nobody else's. */
@@ -706,7 +712,7 @@ static int tick_begin(aoi_world *w, bool blocking)
      ghosts and grids, compute no watcher and make no event: the workers
      sleep on, and aoi_tick_end counts the tick with what they reported
      last (no handoff, no event, no time). */
-  if (w->records == 0 && !relayout && !w->views_held &&
+  if (w->records == 0 && !relayout && !w->views_held && !w->lagging &&
       w->command.ghost_reach == w->last_ghost_reach) {
     for (unsigned i = 0; i < w->threads; i++) {
       aoi__worker *k = &w->workers[i];
@@ -855,6 +861,7 @@ int aoi_tick_end(aoi_world *w)
   aoi_stats *st = &w->stats;
   memset(st->phase_ns, 0, sizeof(st->phase_ns));
   st->ghosts = st->handoffs = st->events = 0;
+  w->lagging = false;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     if (k->error != 0)
@@ -865,6 +872,7 @@ int aoi_tick_end(aoi_world *w)
     st->ghosts += k->ghosts;
     st->handoffs += k->handoffs;
     st->events += k->events_made;
+    w->lagging |= k->lagging > 0;
   }
   /* Handles removed before this tick are free once no view can hold them:
      after a tick that recomputed every view. A view held back by a failed

@@ -253,6 +253,7 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 #define AOI__ENTRY_DEPARTED 16u
 #define AOI__ENTRY_STALE 32u /* a watcher whose view the last tick kept */
 #define AOI__ENTRY_MOVED 64u /* a marker whose position changed this tick */
+#define AOI__ENTRY_APPEAL 128u /* a marker whose appeal is not 0 */
 #define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
@@ -443,6 +444,10 @@ typedef struct aoi__queue {
    tick is marked for a resync instead (AOI__STALE_RESYNC). */
 typedef struct aoi__view {
   uint32_t *handles;
+  /* With move bands (aoi_config.move_bands), a marker may be told late,
+     so the position each one was last told is kept: x, y per entry, in
+     the order of handles (capacity pairs). NULL otherwise. */
+  float *told;
   uint32_t count, capacity;
 } aoi__view;
 
@@ -465,11 +470,15 @@ typedef struct aoi__entity {
 
 #define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
 #define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
+#define AOI__STALE_POLICY 4u /* compute again next tick, with the policies:
+                                it sees a marker by its appeal, or was not
+                                told every move (move bands) */
 
 /* A read-only copy of a marker owned by another shard, or a departure. */
 #define AOI__GHOST_CHANGED 1u  /* the marker changed this tick */
 #define AOI__GHOST_DEPARTED 2u /* not a marker: where one stood, see grid */
 #define AOI__GHOST_MOVED 4u    /* its position changed this tick */
+#define AOI__GHOST_APPEAL 8u   /* its appeal is not 0 */
 typedef struct aoi__ghost {
   uint64_t id;
   uint32_t handle, layers;
@@ -544,8 +553,20 @@ typedef struct aoi__tick_command {
   double cell_size;   /* grid cell side */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
   bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
+  bool appeals;       /* some live entity has an appeal */
   int shutdown;
 } aoi__tick_command;
+
+/* A marker a policy watcher could see: its key (the distance, less the
+   hysteresis for a member), and how it was found. */
+#define AOI__PICK_MEMBER 1u /* in the view of the last tick */
+#define AOI__PICK_APPEAL 2u /* seen by its appeal, beyond the radius */
+typedef struct aoi__pick {
+  double key;
+  uint64_t id;
+  uint32_t handle;
+  uint32_t how; /* AOI__PICK_* */
+} aoi__pick;
 
 /* A marker that enters a watcher's view this tick. */
 typedef struct aoi__candidate {
@@ -575,11 +596,23 @@ typedef struct aoi__worker {
   uint64_t *member; /* two bitsets over handles (see reserve_members); all
                        clear between watchers */
   uint32_t member_words;
+  /* The policies' scratch. A pick is a marker a watcher could see. */
+  struct aoi__pick *picks;
+  uint32_t pick_capacity;
+  /* The markers whose appeal reaches further than a watcher's radius,
+     per watcher of the shard being computed: those of slot i are the
+     grid entries appeal[appeal_start[i] .. appeal_start[i + 1]). */
+  uint32_t *appeal_start, appeal_start_capacity;
+  uint64_t *appeal_pairs; /* slot << 32 | entry, before the sort */
+  uint32_t appeal_pair_capacity;
+  uint32_t *appeal;
+  uint32_t appeal_capacity;
   uint64_t phase_started; /* when the phase being timed began */
   /* results of the last tick */
   int error;
   uint64_t phase_ns[AOI_PHASE_COUNT];
   uint64_t handoffs, ghosts, events_made;
+  uint64_t lagging; /* watchers left with a marker not told where it is */
 } aoi__worker;
 
 /* The host's record of a handle. */
@@ -627,6 +660,8 @@ struct aoi_world {
   uint32_t handle_capacity, handle_count; /* high-water mark */
   aoi__location *location;                /* per handle */
   aoi__mark *mark;                        /* per handle */
+  float *appeal; /* per handle: a live marker's appeal, else 0; written
+                    and read like the marks */
   aoi__outbox *outbox;                    /* per handle: the backlog */
   uint32_t *event_at;                     /* per handle, see aoi__segment */
   uint64_t *idof;                         /* per handle: its id */
@@ -651,6 +686,7 @@ struct aoi_world {
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
   bool views_held;        /* the last tick held some views back */
+  bool lagging;           /* the last tick left a move untold (bands) */
   /* A tick runs on the host when its cost is at most inline_cost, or when
      it is a blocking tick (aoi_tick) of one worker and inline_single is
      set. World.c sets them; tests change them. */

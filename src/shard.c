@@ -120,6 +120,10 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
     aoi__free(a, k->work, sizeof(uint64_t) * k->work_capacity);
     aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
+    aoi__free(a, k->picks, sizeof(aoi__pick) * k->pick_capacity);
+    aoi__free(a, k->appeal_start, sizeof(uint32_t) * k->appeal_start_capacity);
+    aoi__free(a, k->appeal_pairs, sizeof(uint64_t) * k->appeal_pair_capacity);
+    aoi__free(a, k->appeal, sizeof(uint32_t) * k->appeal_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
   }
@@ -213,6 +217,7 @@ static void set_mark(aoi_world *w, const aoi__entity *e)
   m->x = e->x;
   m->y = e->y;
   m->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
+  w->appeal[e->handle] = (e->flags & AOI_MARKER) ? e->appeal : 0;
 }
 
 /* Records where a marker stood at the end of the last tick, before its
@@ -288,6 +293,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
       depart(s, e);
     aoi__view_free(&w->allocator, &e->view);
     w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
+    w->appeal[r->handle] = 0;
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
     return;
@@ -454,6 +460,8 @@ static void publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     g.y = e->y;
     g.shard = s->index;
     g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
+    if (e->appeal > 0)
+      g.kind |= AOI__GHOST_APPEAL;
     if (e->touched == tick && k->world->mark[e->handle].moved == (uint32_t)tick)
       g.kind |= AOI__GHOST_MOVED;
     k->ghosts += send_around(k, g, reach, s->index);
@@ -499,6 +507,8 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
       it->info |= AOI__ENTRY_MARKER;
+      if (e->appeal > 0)
+        it->info |= AOI__ENTRY_APPEAL;
       if (e->touched == tick && mark[e->handle].moved == moved)
         it->info |= AOI__ENTRY_MOVED;
     }
@@ -525,6 +535,8 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                    : AOI__ENTRY_MARKER;
     if (g->kind & AOI__GHOST_MOVED)
       it->info |= AOI__ENTRY_MOVED;
+    if (g->kind & AOI__GHOST_APPEAL)
+      it->info |= AOI__ENTRY_APPEAL;
   }
   return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
 }
@@ -674,7 +686,7 @@ static inline aoi__candidate *spare_candidates(aoi__worker *k)
    the runs between places move up in one pass without reading an id. */
 static void merge_enters(aoi__view *view, uint32_t kept,
                          aoi__candidate *enters, uint32_t n,
-                         const uint64_t *idof)
+                         const uint64_t *idof, const aoi__mark *mark)
 {
   uint32_t *hs = view->handles;
   uint32_t lo = 0;
@@ -692,6 +704,23 @@ static void merge_enters(aoi__view *view, uint32_t kept,
     enters[j].id = lo; /* the number of kept handles before it */
   }
   uint32_t i = kept, to = kept + n;
+  float *told = view->told;
+  if (told != NULL) { /* the same moves, and an enter tells its position */
+    for (uint32_t j = n; j-- > 0;) {
+      uint32_t place = (uint32_t)enters[j].id;
+      while (i > place) {
+        hs[--to] = hs[--i];
+        told[2 * to] = told[2 * i];
+        told[2 * to + 1] = told[2 * i + 1];
+      }
+      uint32_t h = enters[j].handle;
+      hs[--to] = h;
+      told[2 * to] = mark[h].x;
+      told[2 * to + 1] = mark[h].y;
+    }
+    view->count = kept + n;
+    return;
+  }
   for (uint32_t j = n; j-- > 0;) {
     uint32_t place = (uint32_t)enters[j].id;
     while (i > place)
@@ -704,6 +733,7 @@ static void merge_enters(aoi__view *view, uint32_t kept,
 void aoi__view_free(const aoi_allocator *a, aoi__view *view)
 {
   aoi__free(a, view->handles, sizeof(uint32_t) * view->capacity);
+  aoi__free(a, view->told, 2 * sizeof(float) * view->capacity);
   memset(view, 0, sizeof(*view));
 }
 
@@ -722,19 +752,36 @@ uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
   return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
 }
 
-/* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
-   AOI_ENOMEM (then nothing changed). */
+/* Room for `need` entries, and their told positions when `told`; a growth
+   takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing changed). */
 static int view_reserve(const aoi_allocator *a, aoi__view *view,
-                        uint32_t need, uint32_t hint)
+                        uint32_t need, uint32_t hint, bool told)
 {
-  if (need <= view->capacity)
+  if (need <= view->capacity && (!told || view->told != NULL || need == 0))
     return 0;
-  uint32_t capacity = aoi__roomy(need, hint);
-  uint32_t *bigger = aoi__realloc(a, view->handles,
-                                  sizeof(uint32_t) * view->capacity,
-                                  sizeof(uint32_t) * capacity);
-  if (bigger == NULL)
-    return AOI_ENOMEM;
+  uint32_t capacity = need <= view->capacity ? view->capacity
+                                             : aoi__roomy(need, hint);
+  float *told_bigger = NULL;
+  if (told) {
+    told_bigger = aoi__alloc(a, 2 * sizeof(float) * capacity);
+    if (told_bigger == NULL)
+      return AOI_ENOMEM;
+  }
+  uint32_t *bigger = view->handles;
+  if (capacity != view->capacity) {
+    bigger = aoi__realloc(a, view->handles, sizeof(uint32_t) * view->capacity,
+                          sizeof(uint32_t) * capacity);
+    if (bigger == NULL) {
+      aoi__free(a, told_bigger, 2 * sizeof(float) * capacity);
+      return AOI_ENOMEM;
+    }
+  }
+  if (told) {
+    if (view->told != NULL)
+      memcpy(told_bigger, view->told, 2 * sizeof(float) * view->count);
+    aoi__free(a, view->told, 2 * sizeof(float) * view->capacity);
+    view->told = told_bigger;
+  }
   view->handles = bigger;
   view->capacity = capacity;
   return 0;
@@ -788,6 +835,29 @@ static void commit_events(aoi__worker *k, const aoi__entity *e, uint32_t nl,
   k->events_made += total;
 }
 
+/* ---- interest policies -------------------------------------------------- */
+
+/* Whether watcher a is told now of kept marker m, last told at (tx, ty):
+   with move bands, only on the ticks its band's period allows. */
+enum { TELL_NOTHING, TELL_NOW, TELL_LATER };
+static int tell_move(const aoi_world *w, const aoi__entity *a,
+                     const aoi__mark *m, float tx, float ty, uint64_t tick)
+{
+  if (m->x == tx && m->y == ty) /* as floats: -0 is +0 */
+    return TELL_NOTHING;
+  double dx = (double)m->x - (double)a->x, dy = (double)m->y - (double)a->y;
+  double d = sqrt(dx * dx + dy * dy);
+  uint64_t period = 1;
+  for (unsigned b = w->config.move_band_count; b-- > 0;)
+    if (d > (double)w->config.move_bands[b].distance) {
+      period = w->config.move_bands[b].period;
+      break;
+    }
+  if (period == 1 || (a->id % period + tick % period) % period == 0)
+    return TELL_NOW;
+  return TELL_LATER;
+}
+
 /* A watcher whose view cannot be computed from the grid (its shard missed a
    ghost or has no index): its leaves and moves come from the marks, which
    are exact; its enters wait for a tick that scans. */
@@ -804,27 +874,48 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
                    sizeof(uint32_t)) != 0)
     return AOI_ENOMEM;
   const aoi__mark *mark = w->mark;
-  double outer = (double)e->radius + w->config.hysteresis;
+  double radius = e->radius, hysteresis = w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
+  float *told = view->told;
+  bool lagging = false;
   uint32_t *leaves = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     uint32_t h = hs[i];
     const aoi__mark *m = &mark[h];
+    double outer = fmax(radius, w->appeal[h]) + hysteresis;
     if ((m->layers & e->interest) == 0 ||
         !aoi__within(&w->shape, e->x, e->y, m->x, m->y, outer)) {
       leaves[nl++] = h;
       continue;
     }
-    if (move_events && (resync || m->moved == (uint32_t)tick))
+    if (told != NULL) {
+      float tx = told[2 * i], ty = told[2 * i + 1];
+      told[2 * kept] = tx;
+      told[2 * kept + 1] = ty;
+      switch (tell_move(w, e, m, tx, ty, tick)) {
+      case TELL_NOW:
+        moves[nm++] = h;
+        told[2 * kept] = m->x;
+        told[2 * kept + 1] = m->y;
+        break;
+      case TELL_LATER:
+        lagging = true;
+        break;
+      default:
+        break;
+      }
+    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
       moves[nm++] = h;
+    }
     hs[kept++] = h;
   }
   if (nm > 0)
     memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
   view->count = kept;
   commit_events(k, e, nl, 0, nm);
-  e->stale = AOI__STALE_WHOLE;
+  e->stale = AOI__STALE_WHOLE | (lagging ? AOI__STALE_POLICY : 0);
+  k->lagging += lagging;
   return 0;
 }
 
@@ -905,7 +996,8 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   }
   if (n > 0 &&
-      view_reserve(&w->allocator, view, v + n, view_hint(k, block, v + n)) != 0) {
+      view_reserve(&w->allocator, view, v + n, view_hint(k, block, v + n),
+                   false) != 0) {
     complete = false;
     n = 0;
   }
@@ -938,7 +1030,7 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     sort_by_id(enters, n, spare_candidates(k));
     for (uint32_t j = 0; j < n; j++)
       out[nl + j] = enters[j].handle;
-    merge_enters(view, kept, enters, n, w->idof);
+    merge_enters(view, kept, enters, n, w->idof, w->mark);
   } else {
     view->count = kept;
   }
@@ -1046,7 +1138,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return 0;
   }
   uint32_t *rec = reserve_events(k, nh + n);
-  if (rec == NULL || view_reserve(a, view, v - nl + n, 0) != 0 ||
+  if (rec == NULL || view_reserve(a, view, v - nl + n, 0, false) != 0 ||
       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                    sizeof(uint32_t)) != 0) {
     clear_view_bits(k, view->handles, v);
@@ -1074,8 +1166,291 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     out[nl + j] = enters[j].handle;
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  merge_enters(view, kept, enters, n, w->idof);
+  merge_enters(view, kept, enters, n, w->idof, w->mark);
   commit_events(k, e, nl, n, nm);
+  return 0;
+}
+
+
+static inline bool bands_on(const aoi_world *w)
+{
+  return w->config.move_events != 0 && w->config.move_band_count > 0;
+}
+
+static inline bool pick_before(const aoi__pick *a, const aoi__pick *b)
+{
+  return a->key < b->key || (a->key == b->key && a->id < b->id);
+}
+
+/* Puts the k picks that come first (smallest key, then smallest id) in
+   p[0 .. k), in no order: a quickselect, O(n) expected. Keys and ids
+   order the picks totally, so which k they are does not depend on the
+   pivots. */
+static void select_nearest(aoi__pick *p, uint32_t n, uint32_t k)
+{
+  uint32_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
+  while (hi - lo > 1) {
+    /* median of three as the pivot, moved to the end */
+    uint32_t mid = lo + (hi - lo) / 2, last = hi - 1;
+    if (pick_before(&p[mid], &p[lo])) {
+      aoi__pick t = p[mid]; p[mid] = p[lo]; p[lo] = t;
+    }
+    if (pick_before(&p[last], &p[lo])) {
+      aoi__pick t = p[last]; p[last] = p[lo]; p[lo] = t;
+    }
+    if (pick_before(&p[mid], &p[last])) {
+      aoi__pick t = p[mid]; p[mid] = p[last]; p[last] = t;
+    }
+    aoi__pick pivot = p[last];
+    uint32_t store = lo;
+    for (uint32_t i = lo; i < last; i++)
+      if (pick_before(&p[i], &pivot)) {
+        aoi__pick t = p[i]; p[i] = p[store]; p[store] = t;
+        store++;
+      }
+    p[last] = p[store];
+    p[store] = pivot;
+    /* p[lo .. store) come before the pivot, p[store + 1 .. hi) after */
+    if (store == k - 1 || store == k)
+      return;
+    if (store < k)
+      lo = store + 1;
+    else
+      hi = store;
+  }
+}
+
+static bool reserve_pick(aoi__worker *k, uint32_t n)
+{
+  if (n < k->pick_capacity)
+    return true;
+  return aoi__reserve(&k->world->allocator, (void **)&k->picks,
+                      &k->pick_capacity, n + 1, sizeof(aoi__pick)) == 0;
+}
+
+/* Lists, for every owned watcher of the shard, the markers whose appeal
+   is larger than its radius and reaches it (their appeal plus the
+   hysteresis): only those can be seen beyond the watcher's own reach.
+   Each marker with an appeal looks around itself once, so a few of them
+   cost the watchers near them, and no watcher scans further than its
+   own radius. 0 or AOI_ENOMEM. */
+static int find_appeals(aoi__worker *k, aoi__shard *s)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__grid *g = &s->grid;
+  uint32_t slots = s->count, pairs = 0;
+  int rc = aoi__reserve(a, (void **)&k->appeal_start,
+                        &k->appeal_start_capacity, slots + 2,
+                        sizeof(uint32_t));
+  if (rc != 0)
+    return rc;
+  memset(k->appeal_start, 0, sizeof(uint32_t) * (slots + 2));
+  uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
+                                                        g->width - 1);
+  const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+  for (uint32_t i = 0; i < end; i++) {
+    const uint32_t appealing = AOI__ENTRY_MARKER | AOI__ENTRY_APPEAL;
+    if ((g->info[i] & appealing) != appealing)
+      continue;
+    float appeal = w->appeal[g->handle[i]];
+    double reach = (double)appeal + w->config.hysteresis, box[4];
+    uint32_t r[4];
+    aoi__reach_box(&w->shape, g->x[i], g->y[i], reach, box);
+    aoi__grid_range(g, box, r);
+    for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+      for (uint32_t j = aoi__grid_row_begin(g, cy, r[0]);
+           j < aoi__grid_row_end(g, cy, r[2]); j++) {
+        if ((g->info[j] & want) != want || !(g->radius[j] < appeal) ||
+            g->handle[j] == g->handle[i] ||
+            !aoi__within(&w->shape, g->x[j], g->y[j], g->x[i], g->y[i],
+                         reach))
+          continue;
+        if ((rc = aoi__reserve(a, (void **)&k->appeal_pairs,
+                               &k->appeal_pair_capacity, pairs + 1,
+                               sizeof(uint64_t))) != 0)
+          return rc;
+        k->appeal_pairs[pairs++] = (uint64_t)g->slot[j] << 32 | i;
+        k->appeal_start[g->slot[j] + 2]++;
+      }
+  }
+  if ((rc = aoi__reserve(a, (void **)&k->appeal, &k->appeal_capacity,
+                         pairs + 1, sizeof(uint32_t))) != 0)
+    return rc;
+  for (uint32_t i = 0; i < slots; i++)
+    k->appeal_start[i + 2] += k->appeal_start[i + 1];
+  /* appeal_start[slot + 1] is the running cursor, then the start of the
+     next slot */
+  for (uint32_t p = 0; p < pairs; p++) {
+    uint32_t slot = (uint32_t)(k->appeal_pairs[p] >> 32);
+    k->appeal[k->appeal_start[slot + 1]++] = (uint32_t)k->appeal_pairs[p];
+  }
+  return 0;
+}
+
+/* Adds marker entry i of the grid to watcher e's picks if e could see it:
+   `base` is max(e's radius, its appeal). */
+static bool add_pick(aoi__worker *k, const aoi__entity *e, const aoi__grid *g,
+                     uint32_t i, double base, uint32_t how, uint32_t *n)
+{
+  aoi_world *w = k->world;
+  uint32_t h = g->handle[i];
+  if (is_member(k, h))
+    how |= AOI__PICK_MEMBER;
+  double hysteresis = w->config.hysteresis;
+  double reach = (how & AOI__PICK_MEMBER) ? base + hysteresis : base;
+  if (!aoi__within(&w->shape, e->x, e->y, g->x[i], g->y[i], reach))
+    return true;
+  if (!reserve_pick(k, *n))
+    return false;
+  aoi__pick *p = &k->picks[(*n)++];
+  p->id = g->id[i];
+  p->handle = h;
+  p->how = how;
+  p->key = 0;
+  if (e->cap > 0) {
+    double dx = (double)g->x[i] - (double)e->x;
+    double dy = (double)g->y[i] - (double)e->y;
+    p->key = sqrt(dx * dx + dy * dy);
+    if (how & AOI__PICK_MEMBER)
+      p->key -= hysteresis;
+  }
+  return true;
+}
+
+/* Computes a watcher under the interest policies, from scratch: the
+   markers within its own reach (but those whose appeal is larger, which
+   find_appeals listed), the markers that reach it by their appeal, then,
+   under a cap, the nearest of them, and with move bands, the moves its
+   bands allow this tick. Events and failures as compute_whole. */
+static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                          const uint32_t *appeals, uint32_t nappeals,
+                          bool any_appeal, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__shape *shape = &w->shape;
+  const aoi__mark *mark = w->mark;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  for (uint32_t i = 0; i < v; i++)
+    set_member(k, view->handles[i]);
+  double radius = e->radius;
+  double outer = radius + w->config.hysteresis;
+  uint32_t interest = e->interest, self = e->handle, n = 0, block = 0;
+  bool complete = true;
+  double box[4];
+  uint32_t r[4];
+  aoi__reach_box(shape, e->x, e->y, outer, box);
+  aoi__grid_range(g, box, r);
+  for (uint32_t cy = r[1]; cy <= r[3] && complete; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    block += end - begin;
+    for (uint32_t i = begin; i < end; i++) {
+      uint32_t info = g->info[i];
+      if (!(info & AOI__ENTRY_MARKER) || (g->layers[i] & interest) == 0 ||
+          g->handle[i] == self)
+        continue;
+      /* one whose appeal reaches further is on the appeal list */
+      if (any_appeal && (info & AOI__ENTRY_APPEAL) &&
+          w->appeal[g->handle[i]] > e->radius)
+        continue;
+      if (!add_pick(k, e, g, i, radius, 0, &n)) {
+        complete = false;
+        break;
+      }
+    }
+  }
+  for (uint32_t j = 0; j < nappeals && complete; j++) {
+    uint32_t i = appeals[j];
+    if ((g->layers[i] & interest) == 0)
+      continue;
+    if (!add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, &n))
+      complete = false;
+  }
+  if (!complete) { /* keep the view; a resync next tick */
+    clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  if (e->cap > 0 && n > e->cap) {
+    select_nearest(k->picks, n, e->cap);
+    n = e->cap;
+  }
+  /* The picks that the view held stay: their bit goes. The others enter. */
+  uint32_t ne = 0;
+  bool far = false;
+  for (uint32_t j = 0; j < n; j++) {
+    const aoi__pick *p = &k->picks[j];
+    far |= (p->how & AOI__PICK_APPEAL) != 0;
+    if (p->how & AOI__PICK_MEMBER) {
+      clear_member(k, p->handle);
+      continue;
+    }
+    if (!reserve_candidate(k, ne)) {
+      clear_view_bits(k, view->handles, v);
+      return AOI_ENOMEM;
+    }
+    k->candidates[ne++] = (aoi__candidate){p->id, p->handle};
+  }
+  bool told = bands_on(w);
+  uint32_t *rec = NULL;
+  if (v + ne > 0 &&
+      ((rec = reserve_events(k, v + ne)) == NULL ||
+       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
+                    sizeof(uint32_t)) != 0 ||
+       view_reserve(a, view, v + ne, view_hint(k, block, v + ne), told) !=
+           0)) {
+    clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  bool move_events = w->config.move_events != 0, lagging = false;
+  uint32_t *hs = view->handles;
+  float *tp = view->told;
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    if (is_member(k, h)) { /* not picked: it leaves */
+      clear_member(k, h);
+      out[nl++] = h;
+      continue;
+    }
+    const aoi__mark *m = &mark[h];
+    if (told) {
+      float tx = tp[2 * i], ty = tp[2 * i + 1];
+      int tell = tell_move(w, e, m, tx, ty, tick);
+      if (tell == TELL_NOW) {
+        moves[nm++] = h;
+        tx = m->x;
+        ty = m->y;
+      }
+      lagging |= tell == TELL_LATER;
+      tp[2 * kept] = tx;
+      tp[2 * kept + 1] = ty;
+    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
+      moves[nm++] = h;
+    }
+    hs[kept++] = h;
+  }
+  if (ne > 0) {
+    aoi__candidate *enters = k->candidates;
+    sort_by_id(enters, ne, spare_candidates(k));
+    for (uint32_t j = 0; j < ne; j++)
+      out[nl + j] = enters[j].handle;
+    merge_enters(view, kept, enters, ne, w->idof, mark);
+  } else {
+    view->count = kept;
+  }
+  if (nm > 0)
+    memcpy(out + nl + ne, moves, sizeof(uint32_t) * nm);
+  if (v + ne > 0)
+    commit_events(k, e, nl, ne, nm);
+  k->view_sum += view->count;
+  k->view_n++;
+  e->stale = (far || lagging) ? AOI__STALE_POLICY : 0;
+  k->lagging += lagging;
   return 0;
 }
 
@@ -1085,12 +1460,29 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
    reach, or UINT32_MAX for a watcher that changed or missed a tick (the
    grid's flags say so). Where most of what it sees changed (a spectator
    over a walking crowd), one scan is cheaper than a probe per change. */
+/* A watcher under a policy (a cap, move bands, a marker seen by its
+   appeal now or at the last tick) is computed by compute_policy; the
+   others by the plain paths, which the policies then cannot affect. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                            uint32_t dirty, uint64_t tick)
+                            uint32_t dirty, uint32_t slot, bool appeals,
+                            uint64_t tick)
 {
-  int rc = g == NULL ? compute_marks(k, e, tick)
-           : dirty > e->view.count / 2 + 16 ? compute_whole(k, e, g, tick)
-                                            : compute_changes(k, e, g, tick);
+  const uint32_t *listed = NULL;
+  uint32_t nlisted = 0;
+  if (appeals && g != NULL) {
+    listed = k->appeal + k->appeal_start[slot];
+    nlisted = k->appeal_start[slot + 1] - k->appeal_start[slot];
+  }
+  int rc;
+  if (g == NULL)
+    rc = compute_marks(k, e, tick);
+  else if (nlisted > 0 || e->cap > 0 || (e->stale & AOI__STALE_POLICY) ||
+           bands_on(k->world))
+    rc = compute_policy(k, e, g, listed, nlisted, appeals, tick);
+  else if (dirty > e->view.count / 2 + 16)
+    rc = compute_whole(k, e, g, tick);
+  else
+    rc = compute_changes(k, e, g, tick);
   if (rc != 0) {
     fail(k, rc);
     e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
@@ -1103,7 +1495,7 @@ static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   for (uint32_t i = 0; i < s->count; i++)
     if (s->entities[i].flags & AOI_WATCHER)
-      compute_watcher(k, &s->entities[i], NULL, UINT32_MAX, tick);
+      compute_watcher(k, &s->entities[i], NULL, UINT32_MAX, i, false, tick);
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -1124,10 +1516,12 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     compute_from_marks(k, s, cmd->tick); /* indexed for queries */
     return;
   }
+  bool appeals = cmd->appeals;
   if ((rc = reserve_members(k)) != 0 ||
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
                          &k->work_capacity, s->count + 1,
-                         sizeof(uint64_t))) != 0) {
+                         sizeof(uint64_t))) != 0 ||
+      (appeals && (rc = find_appeals(k, s)) != 0)) {
     fail(k, rc);
     compute_from_marks(k, s, cmd->tick);
     return;
@@ -1154,7 +1548,10 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
       double reach = (double)g->radius[i] + hysteresis;
       aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
       aoi__grid_range(g, box, r);
-      if ((dirty = aoi__grid_dirty(g, r)) == 0)
+      uint32_t slot = g->slot[i];
+      if ((dirty = aoi__grid_dirty(g, r)) == 0 &&
+          (!appeals ||
+           k->appeal_start[slot + 1] == k->appeal_start[slot]))
         continue;
     }
     work[nw++] = (uint64_t)dirty << 32 | g->slot[i];
@@ -1171,7 +1568,8 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
         __builtin_prefetch(hs + at);
     }
     compute_watcher(k, &s->entities[(uint32_t)work[j]], g,
-                    (uint32_t)(work[j] >> 32), cmd->tick);
+                    (uint32_t)(work[j] >> 32), (uint32_t)work[j], appeals,
+                    cmd->tick);
   }
   s->compute_ns = aoi__now_ns() - started;
 }
@@ -1189,7 +1587,7 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
   k->error = 0;
-  k->handoffs = k->ghosts = k->events_made = 0;
+  k->handoffs = k->ghosts = k->events_made = k->lagging = 0;
   for (unsigned j = 0; j < w->threads; j++) {
     k->handoffs_out[j].count = k->ghosts_out[j].count = 0;
     k->handoffs_out[j].incomplete = k->ghosts_out[j].incomplete = false;
