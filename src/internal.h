@@ -444,12 +444,23 @@ typedef struct aoi__queue {
    tick is marked for a resync instead (AOI__STALE_RESYNC). */
 typedef struct aoi__view {
   uint32_t *handles;
-  /* With move bands (aoi_config.move_bands), a marker may be told late,
-     so the position each one was last told is kept: x, y per entry, in
-     the order of handles (capacity pairs). NULL otherwise. */
-  float *told;
   uint32_t count, capacity;
 } aoi__view;
+
+/* With move bands (aoi_config.move_bands) a marker may be told late, so a
+   view also keeps the position each marker was last told: x, y per entry
+   in the order of the handles, in the same block after them (`told`
+   says whether the world has bands). */
+static inline float *aoi__view_told(const aoi__view *view, bool told)
+{
+  return told && view->handles != NULL
+             ? (float *)(void *)(view->handles + view->capacity)
+             : NULL;
+}
+static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
+{
+  return (sizeof(uint32_t) + (told ? 2 * sizeof(float) : 0)) * capacity;
+}
 
 /* An entity as its owning shard holds it. */
 typedef struct aoi__entity {
@@ -461,12 +472,13 @@ typedef struct aoi__entity {
   float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
   uint32_t layers, interest;
   uint32_t cap;  /* as a watcher: the most markers it sees, 0 = all */
-  uint64_t touched;  /* the last tick whose ops moved or added it */
-  uint64_t changed;  /* the last tick whose ops changed it in any way */
   uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
                         scratch, and tells every kept marker (resync) */
+  uint64_t touched;  /* the last tick whose ops moved or added it */
+  uint64_t changed;  /* the last tick whose ops changed it in any way */
   aoi__view view;
 } aoi__entity;
+_Static_assert(sizeof(aoi__entity) == 80, "an entity in 80 bytes");
 
 #define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
 #define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
@@ -709,6 +721,13 @@ struct aoi_world {
   uint64_t *shard_ns;
 };
 
+/* Whether moves are told by distance bands, so that views keep told
+   positions (aoi__view_told). */
+static inline bool aoi__bands(const struct aoi_world *w)
+{
+  return w->config.move_events != 0 && w->config.move_band_count > 0;
+}
+
 /* shard.c */
 void *aoi__worker_main(void *arg);
 /* Runs a tick on the host thread, every worker's steps in turn, while the
@@ -718,11 +737,11 @@ void aoi__tick_on_host(struct aoi_world *world,
 unsigned aoi__worker_of(const struct aoi_world *world, unsigned shard);
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
                       aoi__location *location, const aoi__entity *entity);
-void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard);
+void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
                       unsigned threads);
 bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
-void aoi__view_free(const aoi_allocator *a, aoi__view *view);
+void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
 /* The index of `id` in a view, or view->count when it holds no such id. */
 uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
                         uint64_t id);

@@ -84,10 +84,10 @@ static void shard_take(aoi__shard *s, aoi__location *location, uint32_t slot)
   s->count--;
 }
 
-void aoi__shard_free(const aoi_allocator *a, aoi__shard *s)
+void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
 {
   for (uint32_t i = 0; i < s->count; i++)
-    aoi__view_free(a, &s->entities[i].view);
+    aoi__view_free(a, &s->entities[i].view, told);
   aoi__free(a, s->entities, sizeof(aoi__entity) * s->capacity);
   aoi__free(a, s->ghosts, sizeof(aoi__ghost) * s->ghost_capacity);
   aoi__free(a, s->touched, sizeof(uint32_t) * s->touched_capacity);
@@ -291,7 +291,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
   if (r->what & AOI__RECORD_REMOVE) {
     if (e->touched != tick)
       depart(s, e);
-    aoi__view_free(&w->allocator, &e->view);
+    aoi__view_free(&w->allocator, &e->view, aoi__bands(w));
     w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
     w->appeal[r->handle] = 0;
     shard_take(s, w->location, loc->slot);
@@ -684,7 +684,7 @@ static inline aoi__candidate *spare_candidates(aoi__worker *k)
    in place from the back; the view has room for both. Each enter finds
    its place by a binary search (ids are read from idof, scattered), then
    the runs between places move up in one pass without reading an id. */
-static void merge_enters(aoi__view *view, uint32_t kept,
+static void merge_enters(aoi__view *view, float *told, uint32_t kept,
                          aoi__candidate *enters, uint32_t n,
                          const uint64_t *idof, const aoi__mark *mark)
 {
@@ -704,7 +704,6 @@ static void merge_enters(aoi__view *view, uint32_t kept,
     enters[j].id = lo; /* the number of kept handles before it */
   }
   uint32_t i = kept, to = kept + n;
-  float *told = view->told;
   if (told != NULL) { /* the same moves, and an enter tells its position */
     for (uint32_t j = n; j-- > 0;) {
       uint32_t place = (uint32_t)enters[j].id;
@@ -730,10 +729,9 @@ static void merge_enters(aoi__view *view, uint32_t kept,
   view->count = kept + n;
 }
 
-void aoi__view_free(const aoi_allocator *a, aoi__view *view)
+void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
 {
-  aoi__free(a, view->handles, sizeof(uint32_t) * view->capacity);
-  aoi__free(a, view->told, 2 * sizeof(float) * view->capacity);
+  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, told));
   memset(view, 0, sizeof(*view));
 }
 
@@ -752,38 +750,37 @@ uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
   return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
 }
 
-/* Room for `need` entries, and their told positions when `told`; a growth
-   takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing changed). */
+/* Room for `need` entries (and their told positions, with `told`); a
+   growth takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing
+   changed). */
 static int view_reserve(const aoi_allocator *a, aoi__view *view,
                         uint32_t need, uint32_t hint, bool told)
 {
-  if (need <= view->capacity && (!told || view->told != NULL || need == 0))
+  if (need <= view->capacity)
     return 0;
-  uint32_t capacity = need <= view->capacity ? view->capacity
-                                             : aoi__roomy(need, hint);
-  float *told_bigger = NULL;
-  if (told) {
-    told_bigger = aoi__alloc(a, 2 * sizeof(float) * capacity);
-    if (told_bigger == NULL)
+  uint32_t capacity = aoi__roomy(need, hint);
+  if (!told) {
+    uint32_t *bigger = aoi__realloc(a, view->handles,
+                                    sizeof(uint32_t) * view->capacity,
+                                    sizeof(uint32_t) * capacity);
+    if (bigger == NULL)
       return AOI_ENOMEM;
+    view->handles = bigger;
+    view->capacity = capacity;
+    return 0;
   }
-  uint32_t *bigger = view->handles;
-  if (capacity != view->capacity) {
-    bigger = aoi__realloc(a, view->handles, sizeof(uint32_t) * view->capacity,
-                          sizeof(uint32_t) * capacity);
-    if (bigger == NULL) {
-      aoi__free(a, told_bigger, 2 * sizeof(float) * capacity);
-      return AOI_ENOMEM;
-    }
+  /* the told positions follow the handles: both move */
+  aoi__view bigger = {NULL, view->count, capacity};
+  bigger.handles = aoi__alloc(a, aoi__view_bytes(capacity, true));
+  if (bigger.handles == NULL)
+    return AOI_ENOMEM;
+  if (view->count > 0) {
+    memcpy(bigger.handles, view->handles, sizeof(uint32_t) * view->count);
+    memcpy(aoi__view_told(&bigger, true), aoi__view_told(view, true),
+           2 * sizeof(float) * view->count);
   }
-  if (told) {
-    if (view->told != NULL)
-      memcpy(told_bigger, view->told, 2 * sizeof(float) * view->count);
-    aoi__free(a, view->told, 2 * sizeof(float) * view->capacity);
-    view->told = told_bigger;
-  }
-  view->handles = bigger;
-  view->capacity = capacity;
+  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, true));
+  *view = bigger;
   return 0;
 }
 
@@ -876,7 +873,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   const aoi__mark *mark = w->mark;
   double radius = e->radius, hysteresis = w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
-  float *told = view->told;
+  float *told = aoi__view_told(view, aoi__bands(w));
   bool lagging = false;
   uint32_t *leaves = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
@@ -1030,7 +1027,7 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     sort_by_id(enters, n, spare_candidates(k));
     for (uint32_t j = 0; j < n; j++)
       out[nl + j] = enters[j].handle;
-    merge_enters(view, kept, enters, n, w->idof, w->mark);
+    merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
   } else {
     view->count = kept;
   }
@@ -1166,16 +1163,11 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     out[nl + j] = enters[j].handle;
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  merge_enters(view, kept, enters, n, w->idof, w->mark);
+  merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
   commit_events(k, e, nl, n, nm);
   return 0;
 }
 
-
-static inline bool bands_on(const aoi_world *w)
-{
-  return w->config.move_events != 0 && w->config.move_band_count > 0;
-}
 
 static inline bool pick_before(const aoi__pick *a, const aoi__pick *b)
 {
@@ -1393,7 +1385,7 @@ static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     k->candidates[ne++] = (aoi__candidate){p->id, p->handle};
   }
-  bool told = bands_on(w);
+  bool told = aoi__bands(w);
   uint32_t *rec = NULL;
   if (v + ne > 0 &&
       ((rec = reserve_events(k, v + ne)) == NULL ||
@@ -1407,7 +1399,7 @@ static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
   bool move_events = w->config.move_events != 0, lagging = false;
   uint32_t *hs = view->handles;
-  float *tp = view->told;
+  float *tp = aoi__view_told(view, told);
   uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
@@ -1439,7 +1431,7 @@ static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     sort_by_id(enters, ne, spare_candidates(k));
     for (uint32_t j = 0; j < ne; j++)
       out[nl + j] = enters[j].handle;
-    merge_enters(view, kept, enters, ne, w->idof, mark);
+    merge_enters(view, tp, kept, enters, ne, w->idof, mark);
   } else {
     view->count = kept;
   }
@@ -1477,7 +1469,7 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (g == NULL)
     rc = compute_marks(k, e, tick);
   else if (nlisted > 0 || e->cap > 0 || (e->stale & AOI__STALE_POLICY) ||
-           bands_on(k->world))
+           aoi__bands(k->world))
     rc = compute_policy(k, e, g, listed, nlisted, appeals, tick);
   else if (dirty > e->view.count / 2 + 16)
     rc = compute_whole(k, e, g, tick);

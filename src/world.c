@@ -252,7 +252,7 @@ static void world_free(aoi_world *w)
   aoi__host_free(w); /* before the shards: it empties their op rings */
   if (w->shards != NULL) {
     for (unsigned i = 0; i < w->shard_count; i++)
-      aoi__shard_free(a, &w->shards[i]);
+      aoi__shard_free(a, &w->shards[i], aoi__bands(w));
     aoi__free(a, w->shards, sizeof(aoi__shard) * w->shard_count);
   }
   aoi__layout_free(a, &w->layout);
