@@ -534,6 +534,8 @@ typedef struct aoi__shard {
   uint32_t departed_count, departed_capacity;
   uint32_t ghost_markers; /* ghosts that are markers, not departures */
   aoi__grid grid;
+  aoi__grid fine;   /* for capped watchers, when there are any */
+  uint32_t capped;  /* owned watchers with a cap */
   aoi__grid_item *items;
   uint32_t items_capacity;
   uint64_t compute_ns;

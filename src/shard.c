@@ -94,6 +94,7 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
   aoi__free(a, s->departed, sizeof(aoi__ghost) * s->departed_capacity);
   aoi__free(a, s->items, sizeof(aoi__grid_item) * s->items_capacity);
   aoi__grid_free(a, &s->grid);
+  aoi__grid_free(a, &s->fine);
   aoi__ring_destroy(a, s->ops);
   memset(s, 0, sizeof(*s));
 }
@@ -494,8 +495,10 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                         sizeof(aoi__grid_item));
   if (rc != 0)
     return rc;
+  s->capped = 0;
   for (uint32_t i = 0; i < s->count; i++) {
     const aoi__entity *e = &s->entities[i];
+    s->capped += e->cap > 0 && (e->flags & AOI_WATCHER);
     aoi__grid_item *it = &s->items[i];
     it->x = e->x;
     it->y = e->y;
@@ -1280,34 +1283,190 @@ static int find_appeals(aoi__worker *k, aoi__shard *s)
   return 0;
 }
 
-/* Adds marker entry i of the grid to watcher e's picks if e could see it:
-   `base` is max(e's radius, its appeal). */
-static bool add_pick(aoi__worker *k, const aoi__entity *e, const aoi__grid *g,
-                     uint32_t i, double base, uint32_t how, uint32_t *n)
+/* Adds marker h (id, at x, y) to watcher e's picks if e could see it:
+   `base` is max(e's radius, its appeal). False when out of memory. */
+static bool add_pick_at(aoi__worker *k, const aoi__entity *e, uint32_t h,
+                        uint64_t id, float x, float y, double base,
+                        uint32_t how, uint32_t *n)
 {
   aoi_world *w = k->world;
-  uint32_t h = g->handle[i];
   if (is_member(k, h))
     how |= AOI__PICK_MEMBER;
   double hysteresis = w->config.hysteresis;
   double reach = (how & AOI__PICK_MEMBER) ? base + hysteresis : base;
-  if (!aoi__within(&w->shape, e->x, e->y, g->x[i], g->y[i], reach))
+  if (!aoi__within(&w->shape, e->x, e->y, x, y, reach))
     return true;
   if (!reserve_pick(k, *n))
     return false;
   aoi__pick *p = &k->picks[(*n)++];
-  p->id = g->id[i];
+  p->id = id;
   p->handle = h;
   p->how = how;
   p->key = 0;
   if (e->cap > 0) {
-    double dx = (double)g->x[i] - (double)e->x;
-    double dy = (double)g->y[i] - (double)e->y;
+    double dx = (double)x - (double)e->x, dy = (double)y - (double)e->y;
     p->key = sqrt(dx * dx + dy * dy);
     if (how & AOI__PICK_MEMBER)
       p->key -= hysteresis;
   }
   return true;
+}
+
+static inline bool add_pick(aoi__worker *k, const aoi__entity *e,
+                            const aoi__grid *g, uint32_t i, double base,
+                            uint32_t how, uint32_t *n)
+{
+  return add_pick_at(k, e, g->handle[i], g->id[i], g->x[i], g->y[i], base,
+                     how, n);
+}
+
+/* Whether grid entry i is a marker that watcher e's own radius must find:
+   not e itself, of interest, and not one whose appeal reaches further
+   (the appeal list has those). */
+static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
+                              const aoi__grid *g, uint32_t i, bool any_appeal)
+{
+  uint32_t info = g->info[i];
+  return (info & AOI__ENTRY_MARKER) && (g->layers[i] & e->interest) != 0 &&
+         g->handle[i] != e->handle &&
+         !(any_appeal && (info & AOI__ENTRY_APPEAL) &&
+           w->appeal[g->handle[i]] > e->radius);
+}
+
+/* The picks of a watcher: every marker it could see, from a scan of its
+   reach and its appeal list. `block` counts the entries scanned. */
+static bool gather_reach(aoi__worker *k, const aoi__entity *e,
+                         const aoi__grid *g, const uint32_t *appeals,
+                         uint32_t nappeals, bool any_appeal, uint32_t *n,
+                         uint32_t *block)
+{
+  aoi_world *w = k->world;
+  double radius = e->radius, box[4];
+  uint32_t r[4];
+  aoi__reach_box(&w->shape, e->x, e->y, radius + w->config.hysteresis, box);
+  aoi__grid_range(g, box, r);
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    *block += end - begin;
+    for (uint32_t i = begin; i < end; i++)
+      if (own_marker(w, e, g, i, any_appeal) &&
+          !add_pick(k, e, g, i, radius, 0, n))
+        return false;
+  }
+  for (uint32_t j = 0; j < nappeals; j++) {
+    uint32_t i = appeals[j];
+    if ((g->layers[i] & e->interest) != 0 &&
+        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
+      return false;
+  }
+  return true;
+}
+
+/* Keeps the cap nearest picks of n, if there are more: the others can
+   never be among the nearest, however many more come. */
+static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
+{
+  if (n <= cap)
+    return n;
+  select_nearest(k->picks, n, cap);
+  return cap;
+}
+
+/* The markers of one cell of the fine grid that watcher e's own radius
+   finds, and that its view does not hold, as picks. */
+static bool pick_cell(aoi__worker *k, const aoi__entity *e,
+                      const aoi__grid *fine, uint32_t cell, bool any_appeal,
+                      uint32_t *n, uint32_t *block)
+{
+  uint32_t begin = fine->start[AOI__GRID_CLASSES * cell];
+  uint32_t end = fine->start[AOI__GRID_CLASSES * cell + 2];
+  *block += end - begin;
+  for (uint32_t i = begin; i < end; i++)
+    if (own_marker(k->world, e, fine, i, any_appeal) &&
+        !is_member(k, fine->handle[i]) &&
+        !add_pick(k, e, fine, i, e->radius, 0, n))
+      return false;
+  return true;
+}
+
+/* The picks of a capped watcher, nearest first: the members it held
+   (from the marks), its appeal list, then the fine grid's cells in rings
+   around it, until the cap-th nearest so far is nearer than anything the
+   next ring can hold, or its radius is passed. A crowd then costs each
+   capped watcher about the cells that hold its cap nearest, not its whole
+   reach. Only the cap nearest are left in the picks. */
+static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
+                           const aoi__grid *g, const aoi__grid *fine,
+                           const uint32_t *appeals, uint32_t nappeals,
+                           bool any_appeal, uint32_t *n, uint32_t *block)
+{
+  aoi_world *w = k->world;
+  const aoi__view *view = &e->view;
+  double radius = e->radius;
+  uint32_t cap = e->cap;
+  for (uint32_t j = 0; j < view->count; j++) {
+    uint32_t h = view->handles[j];
+    const aoi__mark *m = &w->mark[h];
+    float appeal = w->appeal[h];
+    if ((m->layers & e->interest) != 0 &&
+        !add_pick_at(k, e, h, w->idof[h], m->x, m->y, fmax(radius, appeal),
+                     appeal > e->radius ? AOI__PICK_APPEAL : 0, n))
+      return false;
+  }
+  for (uint32_t j = 0; j < nappeals; j++) {
+    uint32_t i = appeals[j];
+    if ((g->layers[i] & e->interest) != 0 && !is_member(k, g->handle[i]) &&
+        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
+      return false;
+  }
+  double at[4] = {e->x, e->y, e->x, e->y};
+  uint32_t c[4];
+  aoi__grid_range(fine, at, c);
+  double side = 1 / fine->inverse;
+  double rx = floor(((double)e->x - fine->x0) * fine->inverse);
+  double ry = floor(((double)e->y - fine->y0) * fine->inverse);
+  /* outside the grid's box, its edge cells hold what lies beyond: no ring
+     bounds the distance then */
+  bool inside = rx == (double)c[0] && ry == (double)c[1];
+  uint32_t cx = c[0], cy = c[1];
+  for (uint32_t ring = 0;; ring++) {
+    uint32_t x0 = cx >= ring ? cx - ring : 0, y0 = cy >= ring ? cy - ring : 0;
+    uint32_t x1 = cx + ring < fine->width ? cx + ring : fine->width - 1;
+    uint32_t y1 = cy + ring < fine->height ? cy + ring : fine->height - 1;
+    for (uint32_t y = y0; y <= y1; y++) {
+      /* the ring's top and bottom rows whole, its sides' two cells */
+      uint32_t row = y * fine->width;
+      bool ok = true;
+      if (y + ring == cy || y == cy + ring) {
+        for (uint32_t x = x0; x <= x1 && ok; x++)
+          ok = pick_cell(k, e, fine, row + x, any_appeal, n, block);
+      } else {
+        if (cx >= ring)
+          ok = pick_cell(k, e, fine, row + cx - ring, any_appeal, n, block);
+        if (ok && cx + ring < fine->width)
+          ok = pick_cell(k, e, fine, row + cx + ring, any_appeal, n, block);
+      }
+      if (!ok)
+        return false;
+    }
+    bool all = x0 == 0 && y0 == 0 && x1 == fine->width - 1 &&
+               y1 == fine->height - 1;
+    if (all)
+      return true;
+    /* nothing beyond this ring lies nearer than `beyond` */
+    double beyond = inside ? (double)ring * side * (1 - 1e-9) : 0;
+    if (beyond > radius * (1 + 1e-9) + 1e-9)
+      return true; /* past its own radius: no new pick */
+    if (*n >= cap) {
+      *n = keep_nearest(k, *n, cap);
+      double kth = 0;
+      for (uint32_t j = 0; j < *n; j++)
+        kth = fmax(kth, k->picks[j].key);
+      if (kth < beyond)
+        return true;
+    }
+  }
 }
 
 /* Computes a watcher under the interest policies, from scratch: the
@@ -1316,59 +1475,28 @@ static bool add_pick(aoi__worker *k, const aoi__entity *e, const aoi__grid *g,
    under a cap, the nearest of them, and with move bands, the moves its
    bands allow this tick. Events and failures as compute_whole. */
 static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                          const uint32_t *appeals, uint32_t nappeals,
-                          bool any_appeal, uint64_t tick)
+                          const aoi__grid *fine, const uint32_t *appeals,
+                          uint32_t nappeals, bool any_appeal, uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi_allocator *a = &w->allocator;
-  const aoi__shape *shape = &w->shape;
   const aoi__mark *mark = w->mark;
   aoi__view *view = &e->view;
   uint32_t v = view->count;
   for (uint32_t i = 0; i < v; i++)
     set_member(k, view->handles[i]);
-  double radius = e->radius;
-  double outer = radius + w->config.hysteresis;
-  uint32_t interest = e->interest, self = e->handle, n = 0, block = 0;
-  bool complete = true;
-  double box[4];
-  uint32_t r[4];
-  aoi__reach_box(shape, e->x, e->y, outer, box);
-  aoi__grid_range(g, box, r);
-  for (uint32_t cy = r[1]; cy <= r[3] && complete; cy++) {
-    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
-    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
-    block += end - begin;
-    for (uint32_t i = begin; i < end; i++) {
-      uint32_t info = g->info[i];
-      if (!(info & AOI__ENTRY_MARKER) || (g->layers[i] & interest) == 0 ||
-          g->handle[i] == self)
-        continue;
-      /* one whose appeal reaches further is on the appeal list */
-      if (any_appeal && (info & AOI__ENTRY_APPEAL) &&
-          w->appeal[g->handle[i]] > e->radius)
-        continue;
-      if (!add_pick(k, e, g, i, radius, 0, &n)) {
-        complete = false;
-        break;
-      }
-    }
-  }
-  for (uint32_t j = 0; j < nappeals && complete; j++) {
-    uint32_t i = appeals[j];
-    if ((g->layers[i] & interest) == 0)
-      continue;
-    if (!add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, &n))
-      complete = false;
-  }
+  uint32_t n = 0, block = 0;
+  bool complete = e->cap > 0 && fine != NULL
+                      ? gather_nearest(k, e, g, fine, appeals, nappeals,
+                                       any_appeal, &n, &block)
+                      : gather_reach(k, e, g, appeals, nappeals, any_appeal,
+                                     &n, &block);
   if (!complete) { /* keep the view; a resync next tick */
     clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
   }
-  if (e->cap > 0 && n > e->cap) {
-    select_nearest(k->picks, n, e->cap);
-    n = e->cap;
-  }
+  if (e->cap > 0)
+    n = keep_nearest(k, n, e->cap);
   /* The picks that the view held stay: their bit goes. The others enter. */
   uint32_t ne = 0;
   bool far = false;
@@ -1456,8 +1584,8 @@ static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
    appeal now or at the last tick) is computed by compute_policy; the
    others by the plain paths, which the policies then cannot affect. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                            uint32_t dirty, uint32_t slot, bool appeals,
-                            uint64_t tick)
+                            const aoi__grid *fine, uint32_t dirty,
+                            uint32_t slot, bool appeals, uint64_t tick)
 {
   const uint32_t *listed = NULL;
   uint32_t nlisted = 0;
@@ -1470,7 +1598,7 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     rc = compute_marks(k, e, tick);
   else if (nlisted > 0 || e->cap > 0 || (e->stale & AOI__STALE_POLICY) ||
            aoi__bands(k->world))
-    rc = compute_policy(k, e, g, listed, nlisted, appeals, tick);
+    rc = compute_policy(k, e, g, fine, listed, nlisted, appeals, tick);
   else if (dirty > e->view.count / 2 + 16)
     rc = compute_whole(k, e, g, tick);
   else
@@ -1487,7 +1615,8 @@ static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   for (uint32_t i = 0; i < s->count; i++)
     if (s->entities[i].flags & AOI_WATCHER)
-      compute_watcher(k, &s->entities[i], NULL, UINT32_MAX, i, false, tick);
+      compute_watcher(k, &s->entities[i], NULL, NULL, UINT32_MAX, i, false,
+                      tick);
 }
 
 static void compute_shard(aoi__worker *k, aoi__shard *s,
@@ -1509,6 +1638,17 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
     return;
   }
   bool appeals = cmd->appeals;
+  /* Capped watchers look for their nearest in a grid of cells about as
+     small as the entries are dense (its cells are bounded by the entries,
+     as the main grid's), built only where there are capped watchers. */
+  const aoi__grid *fine = NULL;
+  if (s->capped == 0) {
+    if (s->fine.capacity > 0)
+      aoi__grid_free(&k->world->allocator, &s->fine);
+  } else if (aoi__grid_build(&k->world->allocator, &s->fine, s->items,
+                             s->count + s->ghost_count, 1e-30) == 0) {
+    fine = &s->fine;
+  } /* else: they scan their reach */
   if ((rc = reserve_members(k)) != 0 ||
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
                          &k->work_capacity, s->count + 1,
@@ -1559,7 +1699,7 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
       for (size_t at = 0; at < sizeof(uint32_t) * n && at < 512; at += 64)
         __builtin_prefetch(hs + at);
     }
-    compute_watcher(k, &s->entities[(uint32_t)work[j]], g,
+    compute_watcher(k, &s->entities[(uint32_t)work[j]], g, fine,
                     (uint32_t)(work[j] >> 32), (uint32_t)work[j], appeals,
                     cmd->tick);
   }
