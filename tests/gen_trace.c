@@ -1,6 +1,7 @@
 /*
- * gen_trace.c: `gen-trace SEED` writes a random trace (TRACE_FORMAT.md) to
- * standard output, the same bytes for the same SEED on every machine.
+ * gen_trace.c: `gen-trace [--policies] SEED` writes a random trace
+ * (TRACE_FORMAT.md) to standard output, the same bytes for the same SEED on
+ * every machine.
  *
  * It owns the shape of the random workload that replay-layouts.sh runs at
  * every thread and shard count: random config lines, then about 40 ticks over
@@ -11,6 +12,16 @@
  * rejected. It keeps its own record of which ids are live so that most lines
  * apply; it does not predict events (the model and the engine do that).
  * Coordinates are mostly multiples of 0.5 and print exactly with %.9g.
+ *
+ * With --policies the trace is v2: each seed picks some of appeals, caps and
+ * move bands (at least one). Move bands: 1 to 8 `move-every` lines (periods
+ * 1 to 2^32 - 1), now and then after ticks of the empty world, with bad
+ * ones among them (a D not above the last, a ninth, P = 0, ...). Appeals:
+ * set at add or later, 0 again, within or above the usual radii,
+ * max-radius exactly, and invalid ones; caps: 1, 2, a few, lowered below a
+ * view's size, back to 0, 2^32 - 1, and malformed ones. Without the option
+ * the trace is v1, the same bytes as before v2 existed: every random draw
+ * for the policies happens only with it.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -36,6 +47,8 @@ typedef struct generator {
   double cell; /* > 0 when shape is cells */
   double step; /* walk unit */
   int target;  /* population to keep around */
+  int policies;          /* --policies: a v2 trace */
+  int appeals, caps;     /* which policies this seed uses */
   uint64_t next_small_id;
   entity entities[MAX_ENTITIES];
   int count; /* entries used in entities[], live or not */
@@ -252,6 +265,86 @@ static void emit_add(generator *g, entity *e) {
   }
 }
 
+/* ---- v2: appeals and caps (only with --policies) ---------------------- */
+
+/* An appeal for `id`: 0 again, within or above the usual radii,
+   max-radius exactly, or (rarely) one that is `invalid`. */
+static void op_appeal(generator *g, uint64_t id) {
+  unsigned pick = (unsigned)below(g, 100);
+  double high = g->radius_cap * 3 < g->max_radius ? g->radius_cap * 3
+                                                  : g->max_radius;
+  if (pick < 20) {
+    emit(g, "appeal %" PRIu64 " %s", id, chance(g, 80) ? "0" : "-0");
+  } else if (pick < 45) {
+    emit(g, "appeal %" PRIu64 " %.9g", id, half_between(g, 0.5, g->radius_cap));
+  } else if (pick < 75) {
+    emit(g, "appeal %" PRIu64 " %.9g", id,
+         half_between(g, g->radius_cap, high));
+  } else if (pick < 85) {
+    emit(g, "appeal %" PRIu64 " %.9g", id, g->max_radius);
+  } else if (pick < 92) {
+    emit(g, "appeal %" PRIu64 " %.9g", id, decimal_between(g, 0, high));
+  } else {
+    static const char *const bad[] = {"-1", "nan", "inf", "-inf", "1e39",
+                                      "-0.5"};
+    if (chance(g, 40))
+      emit(g, "appeal %" PRIu64 " %.9g", id, g->max_radius + 1);
+    else
+      emit(g, "appeal %" PRIu64 " %s", id, bad[below(g, 6)]);
+  }
+}
+
+/* A cap for `id`: 1 and 2 often, a few, many, back to 0, the largest, or
+   (rarely) a malformed one (`syntax`). */
+static void op_cap(generator *g, uint64_t id) {
+  unsigned pick = (unsigned)below(g, 100);
+  if (pick < 18) {
+    emit(g, "cap %" PRIu64 " 0", id);
+  } else if (pick < 36) {
+    emit(g, "cap %" PRIu64 " 1", id);
+  } else if (pick < 52) {
+    emit(g, "cap %" PRIu64 " 2", id);
+  } else if (pick < 78) {
+    emit(g, "cap %" PRIu64 " %u", id, 3 + (unsigned)below(g, 6));
+  } else if (pick < 92) {
+    emit(g, "cap %" PRIu64 " %u", id, 9 + (unsigned)below(g, 40));
+  } else if (pick < 95) {
+    emit(g, "cap %" PRIu64 " %s", id, chance(g, 50) ? "4294967295" : "007");
+  } else {
+    static const char *const bad[] = {"-1", "4294967296", "1.5", "0x10",
+                                      "1e3", "+3", "", "2 2"};
+    emit(g, "cap %" PRIu64 " %s", id, bad[below(g, 8)]);
+  }
+}
+
+/* An appeal or a cap, as this seed uses them. */
+static void op_policy(generator *g, entity *e) {
+  if (g->appeals && (!g->caps || chance(g, 50)))
+    op_appeal(g, e->id);
+  else if (g->caps)
+    op_cap(g, e->id);
+}
+
+/* A policy line that must be rejected: on an id that is not live
+   (`noent`, even with a bad value: the noent wins over `invalid`), or a
+   move-every line after the first add (`syntax`). */
+static void op_policy_bad(generator *g, uint64_t dead_id) {
+  switch (below(g, 4)) {
+  case 0:
+    emit(g, "appeal %" PRIu64 " %s", dead_id, chance(g, 50) ? "5" : "nan");
+    break;
+  case 1:
+    emit(g, "cap %" PRIu64 " 3", dead_id);
+    break;
+  case 2:
+    emit(g, "appeal %" PRIu64 " -3", dead_id);
+    break;
+  default:
+    emit(g, "move-every 10 2");
+    break;
+  }
+}
+
 /* Adds entity `id` (fresh, or one whose old self is dead) with random
    properties. */
 static void add_entity(generator *g, uint64_t id) {
@@ -272,6 +365,8 @@ static void add_entity(generator *g, uint64_t id) {
   e->radius = random_radius(g);
   e->live = 1;
   emit_add(g, e);
+  if (g->policies && chance(g, 25))
+    op_policy(g, e);
 }
 
 static void move_to(generator *g, entity *e, double x, double y) {
@@ -434,6 +529,14 @@ static void gen_tick(generator *g) {
   if (chance(g, 3))
     ops = 0; /* a tick where nothing changed */
   for (int i = 0; i < ops; i++) {
+    if (g->policies && chance(g, 6)) {
+      entity *e = random_live(g);
+      if (chance(g, 5) || e == NULL)
+        op_policy_bad(g, fresh_id(g));
+      else
+        op_policy(g, e);
+      continue;
+    }
     unsigned pick = (unsigned)below(g, 100);
     entity *e = random_live(g);
     if (e == NULL || pick >= 96) {
@@ -551,23 +654,81 @@ static void gen_config(generator *g) {
   }
 }
 
+/* v2: 1 to 8 move-every lines, each D above the last, with bad lines
+   among them that must be `syntax` and change nothing. */
+static void gen_bands(generator *g) {
+  static const char *const periods[] = {"1", "2", "2", "3", "4", "5",
+                                        "7", "16", "4294967295"};
+  int count = 1 + (int)below(g, 8);
+  double d = chance(g, 25) ? 0 : half_between(g, 0.5, g->radius_cap / 2);
+
+  if (chance(g, 20)) /* ticks of the empty world: the rate counts them */
+    for (int k = 1 + (int)below(g, 3); k > 0; k--)
+      emit(g, "tick");
+  for (int i = 0; i < count; i++) {
+    if (chance(g, 15)) {
+      switch (below(g, 6)) {
+      case 0: /* not above the last D */
+        if (i > 0)
+          emit(g, "move-every %.9g 2", d - (chance(g, 50) ? 0.5 : 0));
+        break;
+      case 1:
+        emit(g, "move-every %.9g 0", d);
+        break;
+      case 2:
+        emit(g, "move-every %.9g 4294967296", d);
+        break;
+      case 3:
+        emit(g, "move-every %s 2", chance(g, 50) ? "-1" : "inf");
+        break;
+      case 4:
+        emit(g, "move-every %.9g", d);
+        break;
+      default:
+        emit(g, "move-every %.9g 2.5", d);
+        break;
+      }
+    }
+    emit(g, "move-every %.9g %s", d, periods[below(g, 9)]);
+    d += chance(g, 80) ? half_between(g, 0.5, g->radius_cap / 2)
+                       : decimal_between(g, 0.001, 2);
+  }
+  if (count == 8 || chance(g, 5)) /* a ninth, or one too many: syntax */
+    emit(g, "move-every %.9g 2", d + 1);
+}
+
 int main(int argc, char **argv) {
   static generator g;
+  const char *text = argc == 3 ? argv[2] : argc == 2 ? argv[1] : "";
   char *end;
 
-  if (argc != 2 || argv[1][0] == '\0') {
-    fputs("usage: gen-trace SEED\n", stderr);
+  if (argc == 3 && strcmp(argv[1], "--policies") == 0)
+    g.policies = 1;
+  else if (argc != 2)
+    text = "";
+  if (text[0] == '\0') {
+    fputs("usage: gen-trace [--policies] SEED\n", stderr);
     return 2;
   }
-  unsigned long long seed = strtoull(argv[1], &end, 10);
+  unsigned long long seed = strtoull(text, &end, 10);
   if (*end != '\0') {
-    fputs("usage: gen-trace SEED\n", stderr);
+    fputs("usage: gen-trace [--policies] SEED\n", stderr);
     return 2;
   }
   g.state = (uint64_t)seed;
   next_random(&g);
-  printf("# gen-trace %llu\n", seed);
+  if (g.policies)
+    printf("# gen-trace --policies %llu\n", seed);
+  else
+    printf("# gen-trace %llu\n", seed);
   gen_config(&g);
+  if (g.policies) {
+    g.appeals = chance(&g, 65);
+    g.caps = chance(&g, 65);
+    int bands = chance(&g, 60) || (!g.appeals && !g.caps);
+    if (bands)
+      gen_bands(&g);
+  }
   int initial = g.target - 10 + (int)below(&g, 21);
   for (int i = 0; i < initial; i++)
     add_entity(&g, fresh_id(&g));

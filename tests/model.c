@@ -11,11 +11,17 @@
  * its leaves; then it is dropped.
  *
  * A tick: for every live watcher A by id, and every live marker B by id, B is
- * in A's new view when A != B, A.interest & B.layers != 0 and B is within
- * reach (A.r, plus the hysteresis when B was in A's previous view), all in
- * double. The events are the differences of the old and new views. The new
- * views and events are built in fresh memory first, so that a failed
- * allocation leaves the model as it was.
+ * a candidate for A's new view when A != B, A.interest & B.layers != 0 and B
+ * is within reach (max(A.r, B.appeal), plus the hysteresis when B was in A's
+ * previous view), all in double. When A has a cap K > 0 and more than K
+ * candidates, its view is the K of smallest key (the distance, less the
+ * hysteresis for a member of the previous view), ties by id: the candidates
+ * are sorted by (key, id) and the first K kept. The events are the
+ * differences of the old and new views, plus a `move` for each marker kept
+ * whose position differs from the one A was last told (each view entry
+ * keeps it) when the move rate allows this tick. The new views and events
+ * are built in fresh memory first, so that a failed allocation leaves the
+ * model as it was.
  */
 #include "model.h"
 
@@ -26,6 +32,7 @@
 typedef struct view_entry {
   uint64_t id;
   uint64_t serial;
+  float told_x, told_y; /* the position last told to the watcher */
 } view_entry;
 
 typedef struct entity {
@@ -34,8 +41,9 @@ typedef struct entity {
   unsigned flags;
   int live; /* as submitted: not removed since its add */
   /* As submitted. */
-  float x, y, radius;
+  float x, y, radius, appeal;
   uint32_t layers, interest;
+  uint32_t cap;
   /* As of the last tick; `ticked` is 0 for a record added since. */
   int ticked;
   float tick_x, tick_y;
@@ -50,11 +58,13 @@ struct model {
   int move_events;
   aoi_shape shape;
   float cell_size;
+  aoi_move_band bands[AOI_MAX_MOVE_BANDS];
+  unsigned band_count;
 
   entity *entities;
   size_t entity_count, entity_capacity;
   uint64_t next_serial;
-  uint32_t tick;
+  uint64_t tick;
 
   model_event *events;
   size_t event_count;
@@ -71,6 +81,15 @@ model *model_create(const aoi_config *config) {
   if (config->shape == AOI_SHAPE_CELLS &&
       (!isfinite(config->cell_size) || !(config->cell_size > 0)))
     return NULL;
+  if (config->move_band_count > AOI_MAX_MOVE_BANDS)
+    return NULL;
+  for (unsigned i = 0; i < config->move_band_count; i++) {
+    const aoi_move_band *band = &config->move_bands[i];
+    if (!isfinite(band->distance) || !(band->distance >= 0) ||
+        band->period < 1 ||
+        (i > 0 && !(band->distance > config->move_bands[i - 1].distance)))
+      return NULL;
+  }
   model *m = calloc(1, sizeof *m);
   if (m == NULL)
     return NULL;
@@ -79,6 +98,8 @@ model *model_create(const aoi_config *config) {
   m->move_events = config->move_events != 0;
   m->shape = config->shape;
   m->cell_size = config->cell_size;
+  m->band_count = config->move_band_count;
+  memcpy(m->bands, config->move_bands, sizeof m->bands);
   m->next_serial = 1;
   return m;
 }
@@ -178,6 +199,28 @@ int model_set_layers(model *m, uint64_t id, uint32_t layers,
   return 0;
 }
 
+int model_set_appeal(model *m, uint64_t id, float appeal) {
+  if (m == NULL)
+    return AOI_EINVAL;
+  entity *e = find_live(m, id);
+  if (e == NULL)
+    return AOI_ENOENT;
+  if (bad_radius(m, appeal))
+    return AOI_ERADIUS;
+  e->appeal = appeal;
+  return 0;
+}
+
+int model_set_cap(model *m, uint64_t id, uint32_t cap) {
+  if (m == NULL)
+    return AOI_EINVAL;
+  entity *e = find_live(m, id);
+  if (e == NULL)
+    return AOI_ENOENT;
+  e->cap = cap;
+  return 0;
+}
+
 int model_remove(model *m, uint64_t id) {
   if (m == NULL)
     return AOI_EINVAL;
@@ -188,9 +231,9 @@ int model_remove(model *m, uint64_t id) {
   return 0;
 }
 
-/* Whether (id, serial) is in a view sorted by id. */
-static int view_has(const view_entry *view, size_t count, uint64_t id,
-                    uint64_t serial) {
+/* The entry of (id, serial) in a view sorted by id, or NULL. */
+static const view_entry *view_find(const view_entry *view, size_t count,
+                                   uint64_t id, uint64_t serial) {
   size_t lo = 0, hi = count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -199,13 +242,28 @@ static int view_has(const view_entry *view, size_t count, uint64_t id,
     else
       hi = mid;
   }
-  return lo < count && view[lo].id == id && view[lo].serial == serial;
+  if (lo < count && view[lo].id == id && view[lo].serial == serial)
+    return &view[lo];
+  return NULL;
 }
 
-/* Whether marker b is within watcher a's reach, per the shape. */
+static int view_has(const view_entry *view, size_t count, uint64_t id,
+                    uint64_t serial) {
+  return view_find(view, count, id, serial) != NULL;
+}
+
+/* d(A, B): the Euclidean distance in double. */
+static double distance(const entity *a, const entity *b) {
+  double dx = (double)a->x - (double)b->x;
+  double dy = (double)a->y - (double)b->y;
+  return sqrt(dx * dx + dy * dy);
+}
+
+/* Whether marker b is within watcher a's reach, per the shape: the base is
+   max(A.r, B.appeal), plus the hysteresis when b was in a's view. */
 static int within_reach(const model *m, const entity *a, const entity *b,
                         int was_visible) {
-  double reach = (double)a->radius;
+  double reach = (double)(a->radius > b->appeal ? a->radius : b->appeal);
   if (was_visible)
     reach += (double)m->hysteresis;
   double dx = (double)a->x - (double)b->x;
@@ -224,6 +282,38 @@ static int within_reach(const model *m, const entity *a, const entity *b,
   default:
     return dx * dx + dy * dy <= reach * reach;
   }
+}
+
+/* Whether tick t allows a `move` of b to watcher a: P is the period of the
+   band of largest distance D with d(a, b) > D (1 if none), and t is allowed
+   when P = 1 or (a.id + t) mod P = 0, computed without overflow. */
+static int move_allowed(const model *m, const entity *a, const entity *b,
+                        uint64_t t) {
+  uint64_t period = 1;
+  double d = distance(a, b);
+  for (unsigned i = 0; i < m->band_count; i++)
+    if (d > (double)m->bands[i].distance)
+      period = m->bands[i].period;
+  return period == 1 || (a->id % period + t % period) % period == 0;
+}
+
+/* A candidate of a capped view: its key, id and record index. */
+typedef struct keyed {
+  double key;
+  uint64_t id;
+  size_t index;
+} keyed;
+
+static int compare_keyed(const void *pa, const void *pb) {
+  const keyed *a = pa, *b = pb;
+  if (a->key != b->key)
+    return a->key < b->key ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+static int compare_keyed_id(const void *pa, const void *pb) {
+  const keyed *a = pa, *b = pb;
+  return (a->id > b->id) - (a->id < b->id);
 }
 
 /* A live record's id and index, to sort records by id. */
@@ -265,19 +355,43 @@ static int push_event(model_event **events, size_t *count, size_t *capacity,
   return 0;
 }
 
+/* Keeps in `visible` (count entries, ids ascending) the `cap` candidates
+   of smallest key, ids ascending; `keys` has room for count entries. */
+static size_t apply_cap(const model *m, const entity *a, size_t *visible,
+                        size_t count, uint32_t cap, keyed *keys) {
+  if (cap == 0 || count <= cap)
+    return count;
+  for (size_t k = 0; k < count; k++) {
+    const entity *b = &m->entities[visible[k]];
+    keys[k].key = distance(a, b);
+    if (view_has(a->view, a->view_count, b->id, b->serial))
+      keys[k].key -= (double)m->hysteresis;
+    keys[k].id = b->id;
+    keys[k].index = visible[k];
+  }
+  qsort(keys, count, sizeof *keys, compare_keyed);
+  /* The first `cap`, back in id order. */
+  qsort(keys, cap, sizeof *keys, compare_keyed_id);
+  for (size_t k = 0; k < cap; k++)
+    visible[k] = keys[k].index;
+  return cap;
+}
+
 int model_tick(model *m) {
   if (m == NULL)
     return AOI_EINVAL;
-  uint32_t tick = m->tick + 1;
+  uint64_t tick = m->tick + 1;
+  uint32_t event_tick = (uint32_t)tick; /* aoi_event keeps the low 32 bits */
   size_t live_count = 0;
   size_t n = m->entity_count;
   by_id *order = malloc((n ? n : 1) * sizeof *order);
   size_t *visible = malloc((n ? n : 1) * sizeof *visible); /* one new view */
+  keyed *keys = malloc((n ? n : 1) * sizeof *keys);
   view_entry **new_views = calloc(n ? n : 1, sizeof *new_views);
   size_t *new_counts = calloc(n ? n : 1, sizeof *new_counts);
   model_event *events = NULL;
   size_t event_count = 0, event_capacity = 0;
-  if (order == NULL || visible == NULL || new_views == NULL ||
+  if (order == NULL || visible == NULL || keys == NULL || new_views == NULL ||
       new_counts == NULL)
     goto nomem;
 
@@ -301,40 +415,55 @@ int model_tick(model *m) {
       if (within_reach(m, a, b, was))
         visible[count++] = order[bi].index;
     }
+    count = apply_cap(m, a, visible, count, a->cap, keys);
     view_entry *view = NULL;
     if (count > 0) {
       view = malloc(count * sizeof *view);
       if (view == NULL)
         goto nomem;
-      for (size_t k = 0; k < count; k++) {
-        view[k].id = m->entities[visible[k]].id;
-        view[k].serial = m->entities[visible[k]].serial;
-      }
     }
     new_views[order[ai].index] = view;
     new_counts[order[ai].index] = count;
 
+    /* The new view: members keep the position they were last told, newcomers
+       are told where they are. */
+    for (size_t k = 0; k < count; k++) {
+      const entity *b = &m->entities[visible[k]];
+      const view_entry *old = view_find(a->view, a->view_count, b->id,
+                                        b->serial);
+      view[k].id = b->id;
+      view[k].serial = b->serial;
+      view[k].told_x = old != NULL ? old->told_x : b->x;
+      view[k].told_y = old != NULL ? old->told_y : b->y;
+    }
+
     for (size_t k = 0; k < a->view_count; k++)
       if (!view_has(view, count, a->view[k].id, a->view[k].serial) &&
           push_event(&events, &event_count, &event_capacity, a->id,
-                     a->view[k].id, AOI_LEAVE, 0, 0, tick) != 0)
+                     a->view[k].id, AOI_LEAVE, 0, 0, event_tick) != 0)
         goto nomem;
     for (size_t k = 0; k < count; k++) {
       const entity *b = &m->entities[visible[k]];
       if (!view_has(a->view, a->view_count, b->id, b->serial) &&
           push_event(&events, &event_count, &event_capacity, a->id, b->id,
-                     AOI_ENTER, b->x, b->y, tick) != 0)
+                     AOI_ENTER, b->x, b->y, event_tick) != 0)
         goto nomem;
     }
     if (!m->move_events)
       continue;
     for (size_t k = 0; k < count; k++) {
       const entity *b = &m->entities[visible[k]];
-      if (view_has(a->view, a->view_count, b->id, b->serial) &&
-          (b->x != b->tick_x || b->y != b->tick_y) &&
-          push_event(&events, &event_count, &event_capacity, a->id, b->id,
-                     AOI_MOVE, b->x, b->y, tick) != 0)
+      view_entry *entry = &view[k];
+      /* Floats compare -0 equal to +0: the same position. */
+      if (!view_has(a->view, a->view_count, b->id, b->serial) ||
+          (b->x == entry->told_x && b->y == entry->told_y) ||
+          !move_allowed(m, a, b, tick))
+        continue;
+      if (push_event(&events, &event_count, &event_capacity, a->id, b->id,
+                     AOI_MOVE, b->x, b->y, event_tick) != 0)
         goto nomem;
+      entry->told_x = b->x;
+      entry->told_y = b->y;
     }
   }
 
@@ -361,6 +490,7 @@ int model_tick(model *m) {
   m->tick = tick;
   free(order);
   free(visible);
+  free(keys);
   free(new_views);
   free(new_counts);
   return 0;
@@ -372,6 +502,7 @@ nomem:
   free(events);
   free(order);
   free(visible);
+  free(keys);
   free(new_views);
   free(new_counts);
   return AOI_ENOMEM;

@@ -2,10 +2,11 @@
  * model.h: a brute-force model of TRACE_FORMAT.md, the oracle that the
  * engine is tested against (test_differential, model-replay).
  *
- * It is written from the spec alone and shares no code with the engine:
- * one array of entities, every watcher checked against every marker at each
- * tick, every distance computed in double. Slow on purpose and simple enough
- * to be read against the spec line by line.
+ * It is written from the spec alone (trace format v2: appeal radius, view
+ * caps, move bands) and shares no code with the engine: one array of
+ * entities, every watcher checked against every marker at each tick, every
+ * distance computed in double, a capped view chosen by a full sort. Slow on
+ * purpose and simple enough to be read against the spec line by line.
  *
  * The API mirrors aoi.h. Operations are validated at once, in the order
  * aoi.h gives (AOI_EEXIST / AOI_ENOENT, then AOI_EFLAGS, AOI_ECOORD,
@@ -31,9 +32,10 @@ typedef struct model_event {
   aoi_event event;
 } model_event;
 
-/* Uses max_radius, hysteresis, move_events, shape and cell_size; ignores
-   threads, shards, bounds and the allocator. NULL when the config is out of
-   range or memory runs out. */
+/* Uses max_radius, hysteresis, move_events, shape, cell_size and the move
+   bands; ignores threads, shards, bounds, rebalance_interval and the
+   allocator. NULL when the config is out of range (as aoi_create's
+   AOI_EINVAL) or memory runs out. */
 model *model_create(const aoi_config *config);
 /* Accepts NULL. */
 void model_destroy(model *m);
@@ -44,6 +46,11 @@ int model_move(model *m, uint64_t id, float x, float y);
 int model_set_radius(model *m, uint64_t id, float radius);
 int model_set_layers(model *m, uint64_t id, uint32_t layers,
                      uint32_t interest);
+/* As aoi_set_appeal and aoi_set_cap: AOI_ENOENT, then (appeal only)
+   AOI_ERADIUS for an appeal that is NaN, infinite, negative or above
+   max_radius. Both are 0 at model_add, so a respawn resets them. */
+int model_set_appeal(model *m, uint64_t id, float appeal);
+int model_set_cap(model *m, uint64_t id, uint32_t cap);
 int model_remove(model *m, uint64_t id);
 
 /* Computes the next tick. 0, or AOI_ENOMEM with nothing changed. */

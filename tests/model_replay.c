@@ -10,7 +10,8 @@
  *
  * Config lines are accepted until an `add` has succeeded, as in aoi-replay:
  * until then the model is empty, so a config line drops it and the next
- * command creates it again. Exit status: 0 when every line applied, 1 when a
+ * command creates it again (and ticks it as often as the trace has, so that
+ * tick numbers stay those printed). Exit status: 0 when every line applied, 1 when a
  * line was rejected, 2 when the trace could not be read or memory ran out.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -65,7 +66,8 @@ static void default_config(aoi_config *config) {
   config->cell_size = 1;
 }
 
-static void apply_config(aoi_config *config, const trace_cmd *cmd) {
+/* -1 (`syntax`) for a move-every line that does not fit those before it. */
+static int apply_config(aoi_config *config, const trace_cmd *cmd) {
   switch (cmd->kind) {
   case TRACE_MAX_RADIUS:
     config->max_radius = (float)cmd->v[0];
@@ -81,9 +83,12 @@ static void apply_config(aoi_config *config, const trace_cmd *cmd) {
     if (cmd->shape == AOI_SHAPE_CELLS)
       config->cell_size = (float)cmd->v[0];
     break;
+  case TRACE_MOVE_EVERY:
+    return trace_add_move_band(config, cmd);
   default: /* world: the model has no shards */
     break;
   }
+  return 0;
 }
 
 static const char *error_code(int code) {
@@ -128,15 +133,21 @@ static const char *apply_line(replay *r, const char *text, size_t length) {
   if (cmd.kind == TRACE_NONE)
     return NULL;
   if (trace_is_config(cmd.kind)) {
-    if (r->config_locked)
+    if (r->config_locked || apply_config(&r->config, &cmd) != 0)
       return "syntax";
     model_destroy(r->m);
     r->m = NULL;
-    apply_config(&r->config, &cmd);
     return NULL;
   }
-  if (r->m == NULL && (r->m = model_create(&r->config)) == NULL)
-    out_of_memory();
+  if (r->m == NULL) {
+    /* Ticked as often as the empty model it replaces, so that its tick
+       numbers are the printed ones (move-every's rate depends on them). */
+    if ((r->m = model_create(&r->config)) == NULL)
+      out_of_memory();
+    for (unsigned long t = 0; t < r->ticks; t++)
+      if (model_tick(r->m) != 0)
+        out_of_memory();
+  }
   switch (cmd.kind) {
   case TRACE_ADD:
     rc = model_add(r->m, cmd.id, cmd.x, cmd.y, cmd.radius, cmd.flags,
@@ -152,6 +163,12 @@ static const char *apply_line(replay *r, const char *text, size_t length) {
     break;
   case TRACE_LAYERS:
     rc = model_set_layers(r->m, cmd.id, cmd.layers, cmd.interest);
+    break;
+  case TRACE_APPEAL:
+    rc = model_set_appeal(r->m, cmd.id, cmd.appeal);
+    break;
+  case TRACE_CAP:
+    rc = model_set_cap(r->m, cmd.id, cmd.cap);
     break;
   case TRACE_REMOVE:
     rc = model_remove(r->m, cmd.id);

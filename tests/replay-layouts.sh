@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # replay-layouts.sh: every thread and shard layout prints the same bytes.
 #
-# usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN]
+# usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN [GEN_OPTION]]
 #
 # Replays every TRACE_DIR/*.trace, and with GEN (a gen-trace binary) the
-# traces `GEN 1` .. `GEN 6` write, with --threads 1 --shards 1 as the
+# traces `GEN [GEN_OPTION] 1` .. `GEN [GEN_OPTION] 6` write (GEN_OPTION:
+# --policies for v2 traces), with --threads 1 --shards 1 as the
 # reference, then with every threads x shards layout below, and checks that
 # stdout, stderr and the exit status equal the reference's. The reference
 # itself must exit 0 or 1 (2 or a signal means the trace was not replayed).
 set -u
 
-usage="usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN]"
+usage="usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN [GEN_OPTION]]"
 replay=${1:?$usage}
 dir=${2:?$usage}
 gen=${3:-}
+gen_option=${4:-}
 thread_counts="1 2 3 4"
 shard_counts="1 2 3 4 5 7 9 16"
 
@@ -28,13 +30,14 @@ done
 if [ -n "$gen" ]; then
   mkdir "$tmp/gen"
   for seed in 1 2 3 4 5 6; do
-    "$gen" "$seed" >"$tmp/gen/gen-$seed.trace"
+    # shellcheck disable=SC2086
+    "$gen" $gen_option "$seed" >"$tmp/gen/gen-$seed.trace"
     rc=$?
     if [ "$rc" = 0 ]; then
       traces+=("$tmp/gen/gen-$seed.trace")
     else
       gen_fail=$((gen_fail + 1))
-      echo "FAIL gen-trace $seed: exit $rc"
+      echo "FAIL gen-trace $gen_option $seed: exit $rc"
     fi
   done
 fi

@@ -23,14 +23,29 @@
  * 1-4 x the shard counts below, with ticks run on the host or on the
  * workers (the world's internal switch, internal.h) by turns.
  *
+ * The policy cases (group `policies`, seeds from 1001) add the interest
+ * policies of trace format v2 to the same streams: 1 to 8 move bands (7
+ * cases in 10; periods 1 to 2^32 - 1, whole distances that tie with
+ * quantized positions), appeals (0 again, above the radii, max_radius, bad
+ * ones), caps (1, 2, a few, below the current view's size, back to 0, the
+ * largest), set at add or later, in bursts with respawns (which reset
+ * both), markers put on the edge of their appeal, and ties of cap keys (a
+ * member at d and a newcomer at d - H, or two newcomers at d), with crowds
+ * likelier. The v1 cases draw none of this: their streams are as before.
+ *
  * The operations depend on the seed and shape only, so every layout of a
  * seed replays the same stream. On a failure the stream so far is written as
  * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
  * aoi-replay and model-replay can replay.
  *
- * Environment: AOI_DIFF_SEEDS=N seeds per shape (default 14, each run on 3
- * layouts; the op-queue cases: 2, each on every layout); AOI_DIFF_SEED=S only seed S; AOI_DIFF_LAYOUT=T,M only that
- * layout; AOI_DIFF_VERBOSE=1 prints one line per case.
+ * usage: test_differential [v1|policies] (default: both groups).
+ * Environment: AOI_DIFF_SEEDS=N seeds per shape (default 14 for v1 and 10
+ * for the policy cases, each run on 3 layouts; the op-queue cases: 2 and
+ * 1, each on every layout); AOI_DIFF_SEED=S only seed S (of the group it
+ * belongs to); AOI_DIFF_LAYOUT=T,M only that layout; AOI_DIFF_VERBOSE=1
+ * prints one line per case; AOI_DIFF_POLICIES=off runs the policy cases'
+ * streams without their policy calls and bands (a check of the harness
+ * while the engine does not apply the policies).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +65,9 @@
 #include "model.h"
 
 #define DEFAULT_SEEDS 14
+/* The policy cases: seeds POLICY_SEED_BASE + 1 ... */
+#define DEFAULT_POLICY_SEEDS 10
+#define POLICY_SEED_BASE 1000
 #define LAYOUTS_PER_SEED 3
 #define POOL_MAX 640
 #define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
@@ -95,6 +113,7 @@ typedef struct slot {
   int live;
   unsigned flags;
   float x, y, radius;
+  float appeal; /* as set since its add (the policy cases) */
   size_t live_index;
   aoi_event *outbox; /* what aoi_drain must give back */
   size_t outbox_count, outbox_capacity;
@@ -137,6 +156,10 @@ typedef struct diff_case {
   uint64_t events_checked, calls_checked;
   uint64_t handoffs, ghosts; /* summed over ticks, for AOI_DIFF_VERBOSE */
   int coalesce; /* an op-queue case: many operations per entity a tick */
+  /* A policy case: appeals, caps and move bands in the stream. With
+     `apply_policies` 0 (AOI_DIFF_POLICIES=off) the stream draws the same
+     numbers but makes no policy call and sets no band: the harness check. */
+  int policies, apply_policies;
 } diff_case;
 
 static diff_case *current; /* freed by the teardown when a case fails */
@@ -238,14 +261,16 @@ static void case_fail(diff_case *c, const char *format, ...) {
   else
     snprintf(shape, sizeof shape, "%s", shape_name(c->config.shape));
   fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
-           "max_radius %.9g, %s tick %u: %s\n"
+           "max_radius %.9g move bands %u, %s tick %u: %s\n"
            "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
-           "  rerun: AOI_DIFF_SEED=%u AOI_DIFF_LAYOUT=%u,%u test_differential",
+           "  rerun: AOI_DIFF_SEED=%u AOI_DIFF_LAYOUT=%u,%u test_differential%s",
            c->seed, c->threads, c->shards, shape, (double)c->config.hysteresis,
            c->config.move_events ? "on" : "off", (double)c->config.max_radius,
+           c->config.move_band_count,
            c->after_tick ? "after" : "in the ops before",
            c->after_tick ? c->tick : c->tick + 1, message, path, c->threads,
-           c->shards, path, c->seed, c->threads, c->shards);
+           c->shards, path, c->seed, c->threads, c->shards,
+           c->policies ? " policies" : " v1");
 }
 
 static void check_code(diff_case *c, const char *call, int got, int want) {
@@ -397,6 +422,7 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
   slot *s = slot_of(c, id);
   if (want == 0 && s != NULL) {
     set_live(c, s, 1);
+    s->appeal = 0; /* a new entity: appeal and cap are 0 again */
     s->flags = flags;
     s->x = x;
     s->y = y;
@@ -459,6 +485,35 @@ static int op_remove(diff_case *c, uint64_t id) {
   slot *s = slot_of(c, id);
   if (want == 0 && s != NULL)
     set_live(c, s, 0);
+  return want;
+}
+
+static int op_appeal(diff_case *c, uint64_t id, float appeal) {
+  char call[96];
+  if (!c->apply_policies)
+    return 0;
+  trace_line(c, "appeal %" PRIu64 " %.9g", id, (double)appeal);
+  int want = model_set_appeal(c->m, id, appeal);
+  int got = aoi_set_appeal(c->world, id, appeal);
+  snprintf(call, sizeof call, "aoi_set_appeal(%" PRIu64 ", %.9g)", id,
+           (double)appeal);
+  check_code(c, call, got, want);
+  slot *s = slot_of(c, id);
+  if (want == 0 && s != NULL)
+    s->appeal = appeal;
+  return want;
+}
+
+static int op_cap(diff_case *c, uint64_t id, uint32_t cap) {
+  char call[96];
+  if (!c->apply_policies)
+    return 0;
+  trace_line(c, "cap %" PRIu64 " %" PRIu32, id, cap);
+  int want = model_set_cap(c->m, id, cap);
+  int got = aoi_set_cap(c->world, id, cap);
+  snprintf(call, sizeof call, "aoi_set_cap(%" PRIu64 ", %" PRIu32 ")", id,
+           cap);
+  check_code(c, call, got, want);
   return want;
 }
 
@@ -776,6 +831,65 @@ static uint32_t usual_mask(diff_case *c) {
   return rng_chance(&c->rng, 0.65) ? 0xffffffffu : random_mask(c);
 }
 
+/* ---- interest policies: values (the policy cases) ----------------------- */
+
+/* An appeal: 0 (or -0) again, max_radius or a float step below it, whole
+   values (exact ties with quantized positions), any, or a bad one. */
+static float random_appeal(diff_case *c) {
+  uint64_t *r = &c->rng;
+  float max = c->config.max_radius;
+  double u = rng_unit(r);
+  if (u < 0.15)
+    return 0;
+  if (u < 0.18)
+    return -0.0f;
+  if (u < 0.30)
+    return max;
+  if (u < 0.34)
+    return nextafterf(max, 0);
+  if (u < 0.70) {
+    double whole = floor(rng_range(r, 0, (double)max + 1));
+    return whole > max ? max : (float)whole;
+  }
+  if (u < 0.92)
+    return (float)rng_range(r, 0, max);
+  float bad[] = {-1, -FLT_MIN, nextafterf(max, INFINITY), max * 2 + 1,
+                 INFINITY, -INFINITY, NAN};
+  return bad[rng_below(r, sizeof bad / sizeof *bad)];
+}
+
+/* The size of watcher id's view as of the last tick (0 if not live). */
+static size_t view_size(diff_case *c, uint64_t id) {
+  size_t count = 0;
+  if (model_view(c->m, id, NULL, 0, &count) != 0)
+    return 0;
+  return count;
+}
+
+/* A cap: 0 (no cap) again, 1, 2, a few, below the watcher's view now (so
+   the view shrinks), many, or the largest. */
+static uint32_t random_cap(diff_case *c, uint64_t id) {
+  uint64_t *r = &c->rng;
+  double u = rng_unit(r);
+  if (u < 0.18)
+    return 0;
+  if (u < 0.34)
+    return 1;
+  if (u < 0.50)
+    return 2;
+  if (u < 0.68)
+    return 3 + (uint32_t)rng_below(r, 6);
+  if (u < 0.86) {
+    size_t count = view_size(c, id);
+    if (count < 2)
+      return 1;
+    return rng_chance(r, 0.5) ? (uint32_t)(count - 1) : (uint32_t)(count / 2);
+  }
+  if (u < 0.96)
+    return 9 + (uint32_t)rng_below(r, 40);
+  return rng_chance(r, 0.5) ? UINT32_MAX : UINT32_C(1) << 31;
+}
+
 /* Adds s->id with random attributes. (Random values are drawn one per
    statement: the order of a call's arguments is unspecified, and the stream
    must be the same with every compiler.) */
@@ -787,6 +901,12 @@ static void random_add(diff_case *c, slot *s) {
   uint32_t layers = usual_mask(c);
   uint32_t interest = usual_mask(c);
   op_add(c, s->id, x, y, radius, flags, layers, interest);
+  if (c->policies && rng_chance(&c->rng, 0.25)) {
+    if (rng_chance(&c->rng, 0.5))
+      op_appeal(c, s->id, random_appeal(c));
+    else
+      op_cap(c, s->id, random_cap(c, s->id));
+  }
 }
 
 static void walk(diff_case *c, slot *s) {
@@ -826,11 +946,14 @@ static void border_move(diff_case *c, slot *s) {
     op_move(c, s->id, old_x, old_y);
 }
 
-/* Puts marker b exactly on the edge of watcher a's reach (its radius, or
-   radius + hysteresis), or one float step inside or outside it. */
+/* Puts marker b exactly on the edge of watcher a's reach (its radius or
+   b's appeal, whichever is larger, or that + hysteresis), or one float step
+   inside or outside it. */
 static void edge_move(diff_case *c, slot *a, slot *b) {
   uint64_t *r = &c->rng;
   double reach = (double)a->radius;
+  if (b->appeal > a->radius) /* seen from its appeal (policy cases only) */
+    reach = (double)b->appeal;
   if (rng_chance(r, 0.5))
     reach += (double)c->config.hysteresis;
   double dx = reach, dy = 0;
@@ -950,8 +1073,142 @@ static void bad_call(diff_case *c) {
   }
 }
 
+
+/* ---- interest policies: operations (the policy cases) ------------------- */
+
+/* A live watcher away from the far lands, or NULL. */
+static slot *pick_watcher(diff_case *c) {
+  for (int tries = 0; tries < 8; tries++) {
+    slot *a = pick_live(c);
+    if (a != NULL && (a->flags & AOI_WATCHER) && fabs(a->x) < 1e9 &&
+        fabs(a->y) < 1e9)
+      return a;
+  }
+  return NULL;
+}
+
+/* A live slot other than `a` and `b`, or NULL. */
+static slot *pick_other(diff_case *c, const slot *a, const slot *b) {
+  for (int tries = 0; tries < 8; tries++) {
+    slot *s = pick_live(c);
+    if (s != NULL && s != a && s != b)
+      return s;
+  }
+  return NULL;
+}
+
+/* Puts b and n at distances d and d - H from watcher a, on opposite sides
+   along one axis: when b is in a's view and n is not, their cap keys tie
+   (d - H both), and the smaller id must win; with H = 0, two newcomers at
+   the same distance tie alike. */
+static void tie_move(diff_case *c) {
+  uint64_t *r = &c->rng;
+  slot *a = pick_watcher(c);
+  if (a == NULL)
+    return;
+  slot *b = NULL;
+  uint64_t members[POOL_MAX + 8];
+  size_t count = 0;
+  if (model_view(c->m, a->id, members, POOL_MAX + 8, &count) == 0 &&
+      count > 0 && rng_chance(r, 0.7))
+    b = slot_of(c, members[rng_below(r, count)]);
+  if (b == NULL || !b->live)
+    b = pick_other(c, a, NULL);
+  slot *n = pick_other(c, a, b);
+  if (b == NULL || n == NULL)
+    return;
+  double h = (double)c->config.hysteresis;
+  double d = floor(rng_range(r, h, (double)c->config.max_radius + h + 1));
+  double near = rng_chance(r, 0.7) ? d - h : d;
+  int y_axis = rng_chance(r, 0.5);
+  op_move(c, b->id, (float)((double)a->x + (y_axis ? 0 : d)),
+          (float)((double)a->y + (y_axis ? d : 0)));
+  op_move(c, n->id, (float)((double)a->x - (y_axis ? 0 : near)),
+          (float)((double)a->y - (y_axis ? near : 0)));
+}
+
+/* One policy operation: an appeal, a cap, an id that is not live (every
+   call AOI_ENOENT, even with a bad appeal), a marker on the edge of its
+   appeal, or a tie for a capped view. */
+static void policy_op(diff_case *c) {
+  uint64_t *r = &c->rng;
+  slot *s = pick_live(c);
+  slot *any = &c->slots[rng_below(r, c->slot_count)];
+  size_t u = rng_below(r, 20);
+  if (s == NULL)
+    return;
+  if (u < 7) {
+    op_appeal(c, s->id, random_appeal(c));
+  } else if (u < 14) {
+    op_cap(c, s->id, random_cap(c, s->id));
+  } else if (u < 15) {
+    if (!any->live) {
+      op_appeal(c, any->id, random_appeal(c));
+      op_cap(c, any->id, random_cap(c, any->id));
+    }
+  } else if (u < 17) {
+    slot *a = pick_watcher(c);
+    if (a != NULL && a != s && s->appeal > 0)
+      edge_move(c, a, s);
+  } else {
+    tie_move(c);
+  }
+}
+
+/* A burst of policy changes on one entity between two ticks: appeals and
+   caps set again and again, moves between, and a respawn (appeal and cap
+   back to 0) with new ones after it. */
+static void policy_burst(diff_case *c, slot *s) {
+  uint64_t *r = &c->rng;
+  for (size_t k = 2 + rng_below(r, 6); k > 0 && s->live; k--) {
+    size_t u = rng_below(r, 5);
+    if (u == 0)
+      op_appeal(c, s->id, random_appeal(c));
+    else if (u == 1)
+      op_cap(c, s->id, random_cap(c, s->id));
+    else if (u == 2)
+      walk(c, s);
+    else if (u == 3)
+      op_radius(c, s->id, random_radius(c));
+    else {
+      op_remove(c, s->id);
+      random_add(c, s);
+    }
+  }
+}
+
+/* The move bands of a policy case (7 in 10): 1 to 8, from 0 or a whole
+   distance, steps whole (exact ties d = D) or fractional, periods 1 to
+   2^32 - 1. Also makes crowds likelier, where caps bite. */
+static void setup_policies(diff_case *c) {
+  static const uint32_t periods[] = {1, 2, 2, 3, 4, 5, 7, 16, UINT32_MAX,
+                                     UINT32_C(1) << 31};
+  uint64_t *r = &c->rng;
+  double max = (double)c->config.max_radius;
+  c->crowd = rng_chance(r, 0.5);
+  if (!rng_chance(r, 0.7))
+    return;
+  unsigned count = 1 + (unsigned)rng_below(r, AOI_MAX_MOVE_BANDS);
+  float d = rng_chance(r, 0.3) ? 0 : (float)floor(rng_range(r, 0, max / 4));
+  for (unsigned i = 0; i < count; i++) {
+    c->config.move_bands[i].distance = d;
+    c->config.move_bands[i].period =
+        periods[rng_below(r, sizeof periods / sizeof *periods)];
+    float step = rng_chance(r, 0.7)
+                     ? (float)floor(rng_range(r, 1, max / 4 + 1))
+                     : (float)rng_range(r, 0.001, max / 8);
+    float next = d + step;
+    d = next > d ? next : nextafterf(d, INFINITY);
+  }
+  c->config.move_band_count = c->apply_policies ? count : 0;
+}
+
 static void random_op(diff_case *c) {
   uint64_t *r = &c->rng;
+  if (c->policies && rng_chance(r, 0.1)) {
+    policy_op(c);
+    return;
+  }
   slot *s = pick_live(c);
   double below = c->live_count < c->population ? 0.12 : 0.03;
   double above = c->live_count > c->population ? 0.10 : 0.04;
@@ -1074,7 +1331,7 @@ static void border_point(diff_case *c, float *x, float *y) {
 static void burst(diff_case *c) {
   uint64_t *r = &c->rng;
   slot *s = pick_live(c);
-  size_t kind = rng_below(r, 9);
+  size_t kind = rng_below(r, c->policies ? 11 : 9);
   if (s == NULL)
     kind = 5;
   float x, y;
@@ -1163,6 +1420,12 @@ static void burst(diff_case *c) {
       border_point(c, &x, &y);
       op_move(c, s->id, x, y);
     }
+    break;
+  case 9: /* policy cases only */
+    policy_burst(c, s);
+    break;
+  case 10:
+    policy_op(c);
     break;
   default:
     random_op(c);
@@ -1302,6 +1565,9 @@ static void write_config_trace(diff_case *c) {
     trace_line(c, "shape cells %.9g", (double)k->cell_size);
   else
     trace_line(c, "shape %s", shape_name(k->shape));
+  for (unsigned i = 0; i < k->move_band_count; i++)
+    trace_line(c, "move-every %.9g %" PRIu32,
+               (double)k->move_bands[i].distance, k->move_bands[i].period);
 }
 
 static void free_case(diff_case *c) {
@@ -1328,7 +1594,8 @@ static unsigned env_unsigned(const char *name, unsigned fallback) {
 /* Which ticks run on the host (aoi__tick_on_host): `ticks_on_host` 0 =
    the world's own choice, 1 = none, 2 = all. */
 static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
-                     unsigned shards, int coalesce, int ticks_on_host) {
+                     unsigned shards, int coalesce, int ticks_on_host,
+                     int policies) {
   diff_case *c = calloc(1, sizeof *c);
   assert_non_null(c);
   current = c;
@@ -1341,6 +1608,12 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   if (coalesce) { /* fewer entities and ticks: many more layouts */
     c->population = 10 + (unsigned)rng_below(&c->rng, 100);
     c->ticks = 10 + (unsigned)rng_below(&c->rng, 10);
+  }
+  if (policies) {
+    const char *apply = getenv("AOI_DIFF_POLICIES");
+    c->policies = 1;
+    c->apply_policies = apply == NULL || strcmp(apply, "off") != 0;
+    setup_policies(c);
   }
   c->threads = threads;
   c->shards = shards;
@@ -1368,24 +1641,36 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   c->after_tick = 1;
   check_outboxes(c, 0);
   if (env_unsigned("AOI_DIFF_VERBOSE", 0))
-    printf("seed %u %s threads %u shards %u: %u ticks, %zu live, %" PRIu64
+    printf("seed %u %s%s threads %u shards %u: %u ticks, %zu live, %" PRIu64
            " calls, %" PRIu64 " events, %" PRIu64 " handoffs, %" PRIu64
            " ghosts\n",
-           seed, shape_name(shape), threads, shards, c->tick, c->live_count,
+           seed, shape_name(shape), c->policies ? " policies" : "", threads,
+           shards, c->tick, c->live_count,
            c->calls_checked, c->events_checked, c->handoffs, c->ghosts);
   current = NULL;
   free_case(c);
 }
 
-static void run_shape(aoi_shape shape) {
-  unsigned seeds = env_unsigned("AOI_DIFF_SEEDS", DEFAULT_SEEDS);
+/* Whether AOI_DIFF_SEED (0: not set) names a seed of the other group: the
+   policy cases' seeds are above POLICY_SEED_BASE, the v1 ones below. */
+static int other_group(unsigned only_seed, int policies) {
+  return only_seed != 0 && (only_seed > POLICY_SEED_BASE) != (policies != 0);
+}
+
+static void run_shape(aoi_shape shape, int policies) {
+  unsigned seeds = env_unsigned("AOI_DIFF_SEEDS",
+                                policies ? DEFAULT_POLICY_SEEDS : DEFAULT_SEEDS);
   unsigned only_seed = env_unsigned("AOI_DIFF_SEED", 0);
   const char *layout = getenv("AOI_DIFF_LAYOUT");
   unsigned only_threads = 0, only_shards = 0;
   int have_layout = layout != NULL && sscanf(layout, "%u,%u", &only_threads,
                                              &only_shards) == 2;
+  unsigned base = policies ? POLICY_SEED_BASE : 0;
 
-  for (unsigned seed = 1; seed <= seeds || only_seed != 0; seed++) {
+  if (other_group(only_seed, policies))
+    return;
+  for (unsigned seed = base + 1; seed <= base + seeds || only_seed != 0;
+       seed++) {
     if (only_seed != 0)
       seed = only_seed;
     for (unsigned j = 0; j < LAYOUTS_PER_SEED; j++) {
@@ -1404,7 +1689,8 @@ static void run_shape(aoi_shape shape) {
         threads = only_threads;
         shards = only_shards;
       }
-      run_case(seed, shape, threads, shards, 0, (int)((seed + j) % 3));
+      run_case(seed, shape, threads, shards, 0, (int)((seed + j) % 3),
+               policies);
     }
     if (only_seed != 0)
       break;
@@ -1413,17 +1699,21 @@ static void run_shape(aoi_shape shape) {
 
 /* Every seed on every layout of threads 1-4 x shard_counts, ticks run on
    the world's choice, on the workers only, or on the host only by turns. */
-static void run_coalesce(aoi_shape shape) {
+static void run_coalesce(aoi_shape shape, int policies) {
   unsigned seeds = env_unsigned("AOI_DIFF_SEEDS", 0);
   unsigned only_seed = env_unsigned("AOI_DIFF_SEED", 0);
-  seeds = seeds == 0 ? 2 : (seeds + 6) / 7;
-  for (unsigned seed = 1; seed <= seeds || only_seed != 0; seed++) {
+  unsigned base = policies ? POLICY_SEED_BASE : 0;
+  seeds = seeds == 0 ? (policies ? 1 : 2) : (seeds + 6) / 7;
+  if (other_group(only_seed, policies))
+    return;
+  for (unsigned seed = base + 1; seed <= base + seeds || only_seed != 0;
+       seed++) {
     if (only_seed != 0)
       seed = only_seed;
     for (unsigned t = 1; t <= 4; t++)
       for (unsigned k = 0; k < SHARD_COUNTS; k++)
         run_case(seed, shape, t, shard_counts[k], 1,
-                 (int)((seed + t + k) % 3));
+                 (int)((seed + t + k) % 3), policies);
     if (only_seed != 0)
       break;
   }
@@ -1431,32 +1721,62 @@ static void run_coalesce(aoi_shape shape) {
 
 static void test_coalesce_circle(void **state) {
   (void)state;
-  run_coalesce(AOI_SHAPE_CIRCLE);
+  run_coalesce(AOI_SHAPE_CIRCLE, 0);
 }
 
 static void test_coalesce_square(void **state) {
   (void)state;
-  run_coalesce(AOI_SHAPE_SQUARE);
+  run_coalesce(AOI_SHAPE_SQUARE, 0);
 }
 
 static void test_coalesce_cells(void **state) {
   (void)state;
-  run_coalesce(AOI_SHAPE_CELLS);
+  run_coalesce(AOI_SHAPE_CELLS, 0);
 }
 
 static void test_circle(void **state) {
   (void)state;
-  run_shape(AOI_SHAPE_CIRCLE);
+  run_shape(AOI_SHAPE_CIRCLE, 0);
 }
 
 static void test_square(void **state) {
   (void)state;
-  run_shape(AOI_SHAPE_SQUARE);
+  run_shape(AOI_SHAPE_SQUARE, 0);
 }
 
 static void test_cells(void **state) {
   (void)state;
-  run_shape(AOI_SHAPE_CELLS);
+  run_shape(AOI_SHAPE_CELLS, 0);
+}
+
+static void test_policies_circle(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_CIRCLE, 1);
+}
+
+static void test_policies_square(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_SQUARE, 1);
+}
+
+static void test_policies_cells(void **state) {
+  (void)state;
+  run_shape(AOI_SHAPE_CELLS, 1);
+}
+
+static void test_policies_coalesce_circle(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_CIRCLE, 1);
+}
+
+static void test_policies_coalesce_square(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_SQUARE, 1);
+}
+
+static void test_policies_coalesce_cells(void **state) {
+  (void)state;
+  run_coalesce(AOI_SHAPE_CELLS, 1);
 }
 
 static int teardown(void **state) {
@@ -1466,8 +1786,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+/* usage: test_differential [v1|policies] (default: both groups) */
+int main(int argc, char **argv) {
+  const struct CMUnitTest v1[] = {
       cmocka_unit_test_teardown(test_circle, teardown),
       cmocka_unit_test_teardown(test_square, teardown),
       cmocka_unit_test_teardown(test_cells, teardown),
@@ -1475,5 +1796,25 @@ int main(void) {
       cmocka_unit_test_teardown(test_coalesce_square, teardown),
       cmocka_unit_test_teardown(test_coalesce_cells, teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const struct CMUnitTest policies[] = {
+      cmocka_unit_test_teardown(test_policies_circle, teardown),
+      cmocka_unit_test_teardown(test_policies_square, teardown),
+      cmocka_unit_test_teardown(test_policies_cells, teardown),
+      cmocka_unit_test_teardown(test_policies_coalesce_circle, teardown),
+      cmocka_unit_test_teardown(test_policies_coalesce_square, teardown),
+      cmocka_unit_test_teardown(test_policies_coalesce_cells, teardown),
+  };
+  const char *group = argc > 1 ? argv[1] : "";
+  int failed = 0;
+
+  if (argc > 2 || (argc == 2 && strcmp(group, "v1") != 0 &&
+                   strcmp(group, "policies") != 0)) {
+    fputs("usage: test_differential [v1|policies]\n", stderr);
+    return 2;
+  }
+  if (strcmp(group, "policies") != 0)
+    failed += cmocka_run_group_tests_name("v1", v1, NULL, NULL);
+  if (strcmp(group, "v1") != 0)
+    failed += cmocka_run_group_tests_name("policies", policies, NULL, NULL);
+  return failed;
 }

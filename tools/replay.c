@@ -8,8 +8,9 @@
  * error codes, and the output format. Config lines are accepted until an
  * `add` has succeeded: before that the world is still empty, so a config
  * line destroys it and the next command creates it again with the new
- * config. A rejected line changes nothing, so a failed `add` does not lock
- * the config.
+ * config, and ticks it as often as the empty one was ticked so that tick
+ * numbers stay those printed. A rejected line changes nothing, so a failed
+ * `add` does not lock the config.
  *
  * A failure that a trace cannot cause (aoi_create refused, a tick, pending
  * list or drain failed, an operation returned AOI_ENOMEM or AOI_ESYS) stops
@@ -71,7 +72,9 @@ static const char *error_code(replay *r, int code) {
   }
 }
 
-static void apply_config(replay *r, const trace_cmd *cmd) {
+/* Applies a config line to the config; -1 (a `syntax` error, nothing
+   changed) for a move-every line that does not fit those before it. */
+static int apply_config(replay *r, const trace_cmd *cmd) {
   aoi_config *config = &r->config;
 
   switch (cmd->kind) {
@@ -98,18 +101,30 @@ static void apply_config(replay *r, const trace_cmd *cmd) {
     if (cmd->shape == AOI_SHAPE_CELLS)
       config->cell_size = (float)cmd->v[0];
     break;
+  case TRACE_MOVE_EVERY:
+    return trace_add_move_band(config, cmd);
   default:
     break;
   }
+  return 0;
 }
 
-/* The world, created on first use; NULL after a fatal report. */
+/* The world, created on first use; NULL after a fatal report. A world
+   created again after ticks of an empty one is ticked as often, so that its
+   tick numbers are the printed ones (move-every's rate depends on them). */
 static aoi_world *world_of(replay *r) {
   if (r->world == NULL) {
     int rc = aoi_create(&r->config, &r->world);
     if (rc != 0) {
       r->world = NULL;
       fatal(r, "aoi_create", rc);
+      return NULL;
+    }
+    for (unsigned long t = 0; t < r->ticks && rc == 0; t++)
+      rc = aoi_tick(r->world);
+    if (rc != 0) {
+      fatal(r, "aoi_tick", rc);
+      return NULL;
     }
   }
   return r->world;
@@ -173,14 +188,13 @@ static void apply_line(replay *r, const char *text, size_t length,
   if (cmd.kind == TRACE_NONE)
     return;
   if (trace_is_config(cmd.kind)) {
-    if (r->config_locked) {
+    if (r->config_locked || apply_config(r, &cmd) != 0) {
       report(r, line, "syntax");
       return;
     }
     /* Still empty: recreate it with the new config when next needed. */
     aoi_destroy(r->world);
     r->world = NULL;
-    apply_config(r, &cmd);
     return;
   }
 
@@ -202,6 +216,12 @@ static void apply_line(replay *r, const char *text, size_t length,
     break;
   case TRACE_LAYERS:
     rc = aoi_set_layers(world, cmd.id, cmd.layers, cmd.interest);
+    break;
+  case TRACE_APPEAL:
+    rc = aoi_set_appeal(world, cmd.id, cmd.appeal);
+    break;
+  case TRACE_CAP:
+    rc = aoi_set_cap(world, cmd.id, cmd.cap);
     break;
   case TRACE_REMOVE:
     rc = aoi_remove(world, cmd.id);

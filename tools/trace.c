@@ -9,8 +9,9 @@
  * - fields are runs of characters other than space and tab; leading and
  *   trailing blanks and one final '\r' are ignored; a line whose first field
  *   starts with '#', or that has no field, is TRACE_NONE;
- * - an id is 1+ decimal digits, at most UINT64_MAX; a mask is 1+ decimal
- *   digits or 0x/0X and 1+ hex digits, at most 0xffffffff;
+ * - an id is 1+ decimal digits, at most UINT64_MAX; a cap (K) or a period
+ *   (P) is 1+ decimal digits, at most UINT32_MAX (a period >= 1); a mask
+ *   is 1+ decimal digits or 0x/0X and 1+ hex digits, at most 0xffffffff;
  * - a float is a decimal: an optional sign, then digits with at most one
  *   '.' (at least one digit in all), then an optional exponent 'e'/'E', an
  *   optional sign and 1+ digits; or, after the optional sign, "nan", "inf"
@@ -19,7 +20,9 @@
  *   then strtof rounds the text once to the nearest float, so "nan", "inf"
  *   or "1e39" are numbers here and the API rejects them;
  * - a config value must be finite (the world stores floats), and the stored
- *   v[] is that float; max-radius and hysteresis >= 0, a cell size > 0;
+ *   v[] is that float; max-radius, hysteresis and a move-every D >= 0, a
+ *   cell size > 0. Whether a move-every line fits those before it (at most
+ *   8, each D above the last) is trace_add_move_band's to say;
  * - *cmd is written only on success.
  */
 #include "trace.h"
@@ -67,7 +70,9 @@ static int split_fields(const char *line, trace_field *fields) {
   return count;
 }
 
-static int parse_id(const trace_field *field, uint64_t *out) {
+/* 1+ decimal digits, at most `max`. */
+static int parse_digits(const trace_field *field, uint64_t max,
+                        uint64_t *out) {
   uint64_t value = 0;
 
   if (field->length == 0)
@@ -77,11 +82,25 @@ static int parse_id(const trace_field *field, uint64_t *out) {
     if (c < '0' || c > '9')
       return -1;
     unsigned digit = (unsigned)(c - '0');
-    if (value > (UINT64_MAX - digit) / 10)
+    if (value > (max - digit) / 10)
       return -1;
     value = value * 10 + digit;
   }
   *out = value;
+  return 0;
+}
+
+static int parse_id(const trace_field *field, uint64_t *out) {
+  return parse_digits(field, UINT64_MAX, out);
+}
+
+/* A cap or a period: decimal digits only, at most UINT32_MAX. */
+static int parse_u32(const trace_field *field, uint32_t *out) {
+  uint64_t value;
+
+  if (parse_digits(field, UINT32_MAX, &value) != 0)
+    return -1;
+  *out = (uint32_t)value;
   return 0;
 }
 
@@ -321,6 +340,28 @@ static int parse_fields(const trace_field *fields, int count, trace_cmd *cmd) {
   }
   if (field_is(word, "shape"))
     return parse_shape(fields, count, cmd);
+  if (field_is(word, "move-every")) {
+    if (count != 3 || parse_config_value(&fields[1], &cmd->v[0]) != 0 ||
+        !(cmd->v[0] >= 0) || parse_u32(&fields[2], &cmd->period) != 0 ||
+        cmd->period == 0)
+      return -1;
+    cmd->kind = TRACE_MOVE_EVERY;
+    return 0;
+  }
+  if (field_is(word, "appeal")) {
+    if (count != 3 || parse_id(&fields[1], &cmd->id) != 0 ||
+        parse_float(&fields[2], &cmd->appeal) != 0)
+      return -1;
+    cmd->kind = TRACE_APPEAL;
+    return 0;
+  }
+  if (field_is(word, "cap")) {
+    if (count != 3 || parse_id(&fields[1], &cmd->id) != 0 ||
+        parse_u32(&fields[2], &cmd->cap) != 0)
+      return -1;
+    cmd->kind = TRACE_CAP;
+    return 0;
+  }
   return -1;
 }
 
@@ -339,5 +380,18 @@ int trace_parse_line(const char *line, trace_cmd *cmd) {
 }
 
 int trace_is_config(trace_kind kind) {
-  return kind >= TRACE_WORLD && kind <= TRACE_SHAPE;
+  return kind >= TRACE_WORLD && kind <= TRACE_MOVE_EVERY;
+}
+
+int trace_add_move_band(aoi_config *config, const trace_cmd *cmd) {
+  unsigned count = config->move_band_count;
+  float distance = (float)cmd->v[0];
+
+  if (count >= AOI_MAX_MOVE_BANDS ||
+      (count > 0 && !(distance > config->move_bands[count - 1].distance)))
+    return -1;
+  config->move_bands[count].distance = distance;
+  config->move_bands[count].period = cmd->period;
+  config->move_band_count = count + 1;
+  return 0;
 }

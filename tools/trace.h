@@ -17,26 +17,32 @@ typedef enum trace_kind {
   TRACE_HYSTERESIS, /* hysteresis H               -> v[0]             */
   TRACE_MOVES,      /* moves on|off               -> moves            */
   TRACE_SHAPE,      /* shape circle|square|cells C -> shape, v[0]     */
+  TRACE_MOVE_EVERY, /* move-every D P             -> v[0], period     */
   TRACE_ADD,        /* add ID X Y R FLAGS [LAYERS INTEREST]           */
   TRACE_MOVE,       /* move ID X Y                                    */
   TRACE_RADIUS,     /* radius ID R                                    */
   TRACE_LAYERS,     /* layers ID LAYERS INTEREST                      */
   TRACE_REMOVE,     /* remove ID                                      */
-  TRACE_TICK        /* tick                                           */
+  TRACE_TICK,       /* tick                                           */
+  TRACE_APPEAL,     /* appeal ID A                -> id, appeal       */
+  TRACE_CAP         /* cap ID K                   -> id, cap          */
 } trace_kind;
 
 typedef struct trace_cmd {
   trace_kind kind;
   uint64_t id;
-  /* Coordinates and radius: decimal floats (no hex float), rounded once to
-     float as strtof does (so a value out of float range becomes infinite,
-     which the API rejects). */
-  float x, y, radius;
+  /* Coordinates, radius and appeal: decimal floats (no hex float), rounded
+     once to float as strtof does (so a value out of float range becomes
+     infinite, which the API rejects). */
+  float x, y, radius, appeal;
+  uint32_t cap;    /* TRACE_CAP: 0 .. UINT32_MAX, decimal digits only */
+  uint32_t period; /* TRACE_MOVE_EVERY: 1 .. UINT32_MAX, digits only */
   /* add's FLAGS: AOI_WATCHER | AOI_MARKER, or 0 when FLAGS is not one of
      W, M, WM (an `invalid` line, not a `syntax` one). */
   unsigned flags;
   uint32_t layers, interest; /* default 0xffffffff for add */
-  /* Config values, as parsed (finite and in range, else a syntax error). */
+  /* Config values, as parsed (finite and in range, else a syntax error);
+     for TRACE_MOVE_EVERY, v[0] is D (>= 0). */
   double v[4];
   int moves;       /* TRACE_MOVES: 1 on, 0 off */
   aoi_shape shape; /* TRACE_SHAPE */
@@ -47,13 +53,24 @@ typedef struct trace_cmd {
  * fills *cmd, or -1 for a `syntax` error: unknown command, wrong number of
  * fields, a float that is not a decimal float (TRACE_FORMAT.md, Numbers: no
  * hex float, no digit separator), an id that is not decimal digits only up to
- * UINT64_MAX, a mask that is not a 32-bit decimal or 0x hex, or a config
+ * UINT64_MAX, a mask that is not a 32-bit decimal or 0x hex, a cap or a
+ * period that is not decimal digits only within its range, or a config
  * value that is not finite or out of range. Whether a config line comes
- * after the first add is for the caller to decide. `line` is not modified.
+ * after the first add, and whether a move-every line fits the ones before
+ * it (trace_add_move_band), is for the caller to decide. `line` is not
+ * modified.
  */
 int trace_parse_line(const char *line, trace_cmd *cmd);
 
-/* Whether a command kind is a config line (world .. shape). */
+/* Whether a command kind is a config line (world .. move-every). */
 int trace_is_config(trace_kind kind);
+
+/*
+ * Appends a parsed TRACE_MOVE_EVERY line to config->move_bands. Returns 0,
+ * or -1 (a `syntax` error, config unchanged) when the config already holds
+ * AOI_MAX_MOVE_BANDS bands or when D, as stored (a float), is not strictly
+ * above the last band's distance.
+ */
+int trace_add_move_band(aoi_config *config, const trace_cmd *cmd);
 
 #endif /* AOI_TRACE_H */
