@@ -1429,6 +1429,8 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
   /* outside the grid's box, its edge cells hold what lies beyond: no ring
      bounds the distance then */
   bool inside = rx == (double)c[0] && ry == (double)c[1];
+  /* how far apart, per axis, its radius can see a marker */
+  double reach = aoi__reach_extent(&w->shape, radius) * (1 + 1e-9) + 1e-9;
   uint32_t cx = c[0], cy = c[1];
   for (uint32_t ring = 0;; ring++) {
     uint32_t x0 = cx >= ring ? cx - ring : 0, y0 = cy >= ring ? cy - ring : 0;
@@ -1454,10 +1456,10 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
                y1 == fine->height - 1;
     if (all)
       return true;
-    /* nothing beyond this ring lies nearer than `beyond` */
+    /* nothing beyond this ring lies nearer than `beyond`, per axis */
     double beyond = inside ? (double)ring * side * (1 - 1e-9) : 0;
-    if (beyond > radius * (1 + 1e-9) + 1e-9)
-      return true; /* past its own radius: no new pick */
+    if (beyond > reach)
+      return true; /* past its own reach: no new pick */
     if (*n >= cap) {
       *n = keep_nearest(k, *n, cap);
       double kth = 0;
