@@ -8,8 +8,9 @@
 # without it this fails, it does not skip), then checks with XPath that the
 # root is an <svg> in the SVG namespace with a viewBox and that the expected
 # elements are there: one rectangle per shard, entity circles, the view
-# circle; the three phase bands and the tick line. Last, a snapshot drawn
-# with another thread count is the same, but for the lines naming threads.
+# circle; the three phase bands and the tick line. Then a snapshot drawn
+# with another thread count is the same, but for the lines naming threads,
+# and a capped one draws at most the cap in view and the rest passed over.
 set -u
 
 svg=${1:?usage: svg-check.sh PATH/TO/aoi-svg}
@@ -29,7 +30,7 @@ count() {
   xmllint --xpath "count($2)" "$1" 2>/dev/null || echo "-1"
 }
 
-# expect FILE WHAT XPATH OP N: fails unless count(XPATH) OP N (-eq, -ge).
+# expect FILE WHAT XPATH OP N: fails unless count(XPATH) OP N (-eq, -ge, -le).
 expect() {
   local got
   got=$(count "$1" "$3")
@@ -74,6 +75,16 @@ if ! diff <(grep -v -e thread -e worker "$snap") \
   echo "svg-check: the snapshot differs between 1 and 2 threads" >&2
   fail=1
 fi
+
+# A capped crowd: the chosen watcher holds at most the cap, and the
+# candidates it passed over are drawn apart (the crowd sees more than 4).
+"$svg" snapshot "$tmp/cap.svg" "${crowd[@]}" --threads 2 --cap 4 || fail=1
+expect "$tmp/cap.svg" "seen, at most the cap" \
+  "//*[local-name()='g'][@class='seen']/*" -le 4
+expect "$tmp/cap.svg" "candidates passed over" \
+  "//*[local-name()='g'][@class='passed']/*" -ge 1
+expect "$snap" "nothing passed over without a cap" \
+  "//*[local-name()='g'][@class='passed']/*" -eq 0
 
 [ "$fail" = 0 ] && echo "svg-check: ok"
 exit "$fail"

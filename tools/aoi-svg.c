@@ -15,7 +15,9 @@
  * rectangles from aoi_shard_info_get (edges at infinity clamped to the map),
  * shaded by the entities each owns; every entity; a ring on each marker that
  * some shard holds as a ghost (aoi_shard_ghosts); and one watcher's view
- * circle with what aoi_view says it sees. `chart` draws aoi_stats_get's
+ * circle with what aoi_view says it sees; with --cap K (every player's view
+ * cap), also the candidates it did not take: the markers within its radius
+ * (aoi_query_circle) that its view does not hold. `chart` draws aoi_stats_get's
  * phase times (apply, exchange, compute; the slowest worker's) stacked, tick
  * by tick, with the whole tick's wall time over them.
  *
@@ -75,6 +77,7 @@ typedef struct options {
   uint64_t watcher; /* 0: choose one */
   uint64_t seed;
   double radius;
+  uint32_t cap; /* every player's view cap; 0 = none */
 } options;
 
 /* ---- deterministic random numbers (splitmix64) -------------------------- */
@@ -274,6 +277,8 @@ static void crowd_run(const options *o, const scenario *sc, crowd *c)
                   e->player ? AOI_WATCHER | AOI_MARKER : AOI_MARKER, 1,
                   e->player ? 1 : 0),
           "aoi_add");
+    if (e->player && o->cap > 0)
+      check(aoi_set_cap(c->world, (uint64_t)i + 1, o->cap), "aoi_set_cap");
   }
   for (unsigned t = 0; t < o->ticks; t++) {
     if (t > 0)
@@ -354,6 +359,7 @@ static void svg_text(FILE *f, double x, double y, const char *attrs,
 #define COLOR_SHARD "#4c78a8"
 #define COLOR_INK "#222222"
 #define COLOR_MUTED "#666666"
+#define COLOR_PASSED "#e377c2"
 
 /* Marks: players are circles, NPCs squares, both centred on (x, y). */
 static void svg_mark(FILE *f, int player, double x, double y, double size)
@@ -390,6 +396,32 @@ static size_t view_of(aoi_world *world, uint64_t watcher, uint64_t **ids)
   *ids = xcalloc(count, sizeof(uint64_t));
   check(aoi_view(world, watcher, *ids, count, &count), "aoi_view");
   return count;
+}
+
+/* The markers a capped watcher could see and did not take: those of
+   interest within its radius (the crowd has no hysteresis and no appeal)
+   that its view (`seen`, ascending) does not hold, itself aside. */
+static size_t passed_over(aoi_world *world, const entity *w, uint64_t watcher,
+                          double radius, const uint64_t *seen,
+                          size_t seen_count, uint64_t **ids)
+{
+  size_t count;
+  check(aoi_query_circle(world, (float)w->x, (float)w->y, (float)radius, 1,
+                         NULL, 0, &count),
+        "aoi_query_circle");
+  *ids = xcalloc(count, sizeof(uint64_t));
+  check(aoi_query_circle(world, (float)w->x, (float)w->y, (float)radius, 1,
+                         *ids, count, &count),
+        "aoi_query_circle");
+  size_t kept = 0, j = 0;
+  for (size_t i = 0; i < count; i++) {
+    uint64_t id = (*ids)[i];
+    while (j < seen_count && seen[j] < id)
+      j++;
+    if (id != watcher && (j == seen_count || seen[j] != id))
+      (*ids)[kept++] = id;
+  }
+  return kept;
 }
 
 /* The shard whose rectangle holds (x, y). */
@@ -482,6 +514,11 @@ static void snapshot(const options *o, crowd *c)
   size_t seen_players = 0;
   for (size_t i = 0; i < seen_count; i++)
     seen_players += (size_t)c->e[seen[i] - 1].player;
+  uint64_t *passed = NULL;
+  size_t passed_count = 0;
+  if (o->cap > 0)
+    passed_count = passed_over(c->world, w, watcher, o->radius, seen,
+                               seen_count, &passed);
 
   FILE *f = svg_open(o->path, PANEL_X + 350, MAP_Y + MAP_PX + 24);
   svg_text(f, MAP_X, 32, "font-size=\"20\" font-weight=\"bold\"",
@@ -533,7 +570,14 @@ static void snapshot(const options *o, crowd *c)
       svg_mark(f, 1, map_x(c->e[i].x), map_y(c->e[i].y), 3.4);
   fputs("</g>\n", f);
 
-  /* What the watcher sees, then the watcher. */
+  /* What a capped watcher passed over, what it sees, then the watcher. */
+  fputs("<g class=\"passed\" fill=\"#ffffff\" stroke=\"" COLOR_PASSED
+        "\" stroke-width=\"1.2\">\n", f);
+  for (size_t i = 0; i < passed_count; i++) {
+    const entity *e = &c->e[passed[i] - 1];
+    svg_mark(f, e->player, map_x(e->x), map_y(e->y), 2.4);
+  }
+  fputs("</g>\n", f);
   fputs("<g class=\"seen\" fill=\"" COLOR_VIEW "\" stroke=\"#0b4d0b\" "
         "stroke-width=\"0.6\">\n", f);
   for (size_t i = 0; i < seen_count; i++) {
@@ -599,6 +643,12 @@ static void snapshot(const options *o, crowd *c)
                    "stroke=\"#0b4d0b\" stroke-width=\"0.6\"/>",
              "in its view (aoi_view)");
   y += 22;
+  if (o->cap > 0) {
+    legend_row(f, y, "<circle r=\"3.4\" fill=\"#ffffff\" stroke=\""
+                     COLOR_PASSED "\" stroke-width=\"1.2\"/>",
+               "within its radius, not taken (cap)");
+    y += 22;
+  }
   legend_row(f, y, "<rect x=\"-7\" y=\"-6\" width=\"14\" height=\"12\" fill=\""
                    COLOR_SHARD "\" fill-opacity=\"0.2\" stroke=\"#4a4a4a\" "
                    "stroke-dasharray=\"4 3\"/>",
@@ -633,6 +683,11 @@ static void snapshot(const options *o, crowd *c)
   y += 20;
   svg_text(f, PANEL_X, y, "", "%zu of them owned by other shards",
            foreign(c, shards, n, w->x, w->y, seen, seen_count));
+  if (o->cap > 0) {
+    y += 20;
+    svg_text(f, PANEL_X, y, "", "cap %" PRIu32 ": took %zu of %zu candidates",
+             o->cap, seen_count, seen_count + passed_count);
+  }
 
   y += 44;
   svg_text(f, PANEL_X, y, "font-weight=\"bold\"", "Last tick");
@@ -643,6 +698,7 @@ static void snapshot(const options *o, crowd *c)
   svg_text(f, PANEL_X, y, "", "%" PRIu64 " events", c->stats.events);
 
   svg_close(f, o->path);
+  free(passed);
   free(seen);
   free(ghost);
   free(shards);
@@ -784,7 +840,9 @@ static void usage(FILE *out)
         "  --shards M       spatial shards; 0 = one per thread (default 4)\n"
         "  --seed S         PRNG seed (default 1)\n"
         "  --watcher ID     snapshot: the player whose view is drawn (default:\n"
-        "                   the one that sees most into other shards)\n",
+        "                   the one that sees most into other shards)\n"
+        "  --cap K          every player's view cap (default 0: none); the\n"
+        "                   snapshot marks the candidates it did not take\n",
         out);
 }
 
@@ -821,6 +879,7 @@ static void parse_options(int argc, char **argv, options *o)
   o->shards = 4;
   o->seed = 1;
   o->watcher = 0;
+  o->cap = 0;
   const char *env = getenv("AOI_THREADS");
   if (env != NULL && *env != '\0')
     o->threads = (unsigned)parse_unsigned("AOI_THREADS", env, 256);
@@ -846,6 +905,8 @@ static void parse_options(int argc, char **argv, options *o)
       o->seed = parse_unsigned(flag, value, UINT64_MAX);
     else if (strcmp(flag, "--watcher") == 0)
       o->watcher = parse_unsigned(flag, value, UINT64_MAX);
+    else if (strcmp(flag, "--cap") == 0)
+      o->cap = (uint32_t)parse_unsigned(flag, value, UINT32_MAX);
     else {
       usage(stderr);
       die("unknown flag %s", flag);
