@@ -1,9 +1,16 @@
-# trace-check.sh: sourced by trace-numbers.sh and trace-policies.sh.
+# trace-check.sh: sourced by trace-numbers.sh and trace-policies.sh, after
+# they set $replay. Makes $tmp (removed on exit) and the counts $pass and
+# $fail.
 #
 # check NAME WANT_RC: replays $tmp/NAME.trace with $replay at --threads 1
 # --shards 1 and at --threads 2 --shards 3, and compares stdout, stderr and
 # the exit status with $tmp/NAME.expected, $tmp/NAME.errors and WANT_RC;
 # counts each layout in $pass or $fail and shows the first differences.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
 check() {
   local name=$1 want_rc=$2 layout rc
   for layout in "--threads 1 --shards 1" "--threads 2 --shards 3"; do

@@ -27,12 +27,7 @@
 set -u
 
 replay=${1:?usage: trace-numbers.sh PATH/TO/aoi-replay}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-# check NAME WANT_RC (trace-check.sh)
+# $tmp, $pass, $fail and check NAME WANT_RC (trace-check.sh)
 # shellcheck source=trace-check.sh
 . "$(dirname "$0")/trace-check.sh"
 
