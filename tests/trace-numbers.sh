@@ -14,7 +14,10 @@
 #   every id field, every malformed mask in every mask field. Each line must
 #   give `error LINE syntax` and change nothing: the fields are chosen so
 #   that any of these lines, applied, would change the printed events or
-#   make a later valid line fail.
+#   make a later valid line fail. The same malformed numbers in the v2
+#   lines (appeal's A, move-every's D; cap's K and move-every's P, read as
+#   ids are, but within 32 bits) are told by their error line alone: most
+#   would change no event. trace-policies.sh checks what those lines do.
 # - accepted: the forms the spec allows (`.5`, `-2.5`, `3e-2`, `1E+2`, `5.`,
 #   NaN, -inf, Infinity in any case, leading zeros, 0x/0X masks), rounding
 #   once to float (a decimal just above a float midpoint, which strtod then
@@ -24,30 +27,9 @@
 set -u
 
 replay=${1:?usage: trace-numbers.sh PATH/TO/aoi-replay}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-# check NAME WANT_RC: replays $tmp/NAME.trace and compares with
-# $tmp/NAME.expected, $tmp/NAME.errors and WANT_RC.
-check() {
-  local name=$1 want_rc=$2 layout rc
-  for layout in "--threads 1 --shards 1" "--threads 2 --shards 3"; do
-    # shellcheck disable=SC2086
-    "$replay" $layout "$tmp/$name.trace" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ "$rc" = "$want_rc" ] && cmp -s "$tmp/out" "$tmp/$name.expected" &&
-      cmp -s "$tmp/err" "$tmp/$name.errors"; then
-      pass=$((pass + 1))
-    else
-      fail=$((fail + 1))
-      echo "FAIL $name ($layout): exit $rc (want $want_rc)"
-      diff "$tmp/$name.expected" "$tmp/out" | head -10
-      diff "$tmp/$name.errors" "$tmp/err" | head -10
-    fi
-  done
-}
+# $tmp, $pass, $fail and check NAME WANT_RC (trace-check.sh)
+# shellcheck source=trace-check.sh
+. "$(dirname "$0")/trace-check.sh"
 
 # --- rejected -------------------------------------------------------------
 
@@ -98,6 +80,10 @@ for f in "${bad_floats[@]}"; do
   reject "max-radius $f"
   reject "hysteresis $f"
   reject "shape cells $f"
+  reject "move-every $f 2"
+done
+for id in "${bad_ids[@]}"; do
+  reject "move-every 1 $id"
 done
 reject "max-radius 1e39"
 reject "max-radius -1e39"
@@ -106,6 +92,9 @@ reject "hysteresis inf"
 reject "hysteresis NaN"
 reject "shape cells -Infinity"
 reject "world 0 0 1e39 1"
+reject "move-every 1e39 2"
+reject "move-every -inf 2"
+reject "move-every 1 4294967296"
 emit "add 1 0 0 50 W"
 emit "add 2 10 0 0 M"
 emit "add 3 40 40 0 M"
@@ -121,6 +110,8 @@ for f in "${bad_floats[@]}"; do
   # A syntax error wins over `invalid` (FLAGS) and `exists` (id 1).
   reject "add $((next_id + 3)) $f 0 0 X"
   reject "add 1 0 $f 0 M"
+  reject "appeal 3 $f"
+  reject "appeal 999 $f" # syntax wins over noent
   next_id=$((next_id + 4))
 done
 for id in "${bad_ids[@]}"; do
@@ -129,7 +120,13 @@ for id in "${bad_ids[@]}"; do
   reject "radius $id 1"
   reject "layers $id 0 0"
   reject "remove $id"
+  reject "appeal $id 1"
+  reject "cap $id 1"
+  reject "cap 1 $id"
 done
+reject "cap 1 4294967296"
+reject "cap 1 99999999999"
+
 for m in "${bad_masks[@]}"; do
   reject "add $next_id 1 1 0 M $m 0xffffffff"
   reject "add $((next_id + 1)) 1 1 0 M 0xffffffff $m"

@@ -7,11 +7,20 @@
  *   byte 0: shape ((b & 3) % 3), moves off (bit 2), hysteresis (bits 3..5);
  *   byte 1: threads 1 + b % 3, shards 1 + (b / 3) % 9;
  *   byte 2: max radius (bits 0..2), cell size (bits 3..5);
- *   byte 3: bounds hint (bits 0..1);
- *   then operations, one opcode byte (b % OP_COUNT) and its argument bytes:
- *   add, move, radius, layers, remove, tick, drain one id, view or
- *   watchers_of, circle query, and `edge`, which puts one entity exactly on
- *   the edge of another's reach or one float step beside it.
+ *   byte 3: bounds hint (bits 0..1), interest policies (bit 7);
+ *   with policies, byte 4: the number of move bands (b % 9), then two bytes
+ *   a band: its distance (the first from a table that starts at 0, each
+ *   next one the last plus a positive step, so they increase) and period
+ *   (1 .. 2^32 - 1, from a table);
+ *   then operations, one opcode byte (b % OP_COUNT, with policies
+ *   b % OP_POLICY_COUNT) and its argument bytes: add, move, radius, layers,
+ *   remove, tick, drain one id, view or watchers_of, circle query, and
+ *   `edge`, which puts one entity exactly on the edge of another's reach or
+ *   one float step beside it; with policies also `appeal` (a value from the
+ *   radius table: 0, max_radius, above it, NaN, infinities, negatives) and
+ *   `cap` (0, 1, 2, a few, 2^31, 2^32 - 1).
+ * Inputs without bit 7 of byte 3 read as they did before the policies
+ * existed, so the corpus and the regressions keep their meaning.
  * Ids come from a table of 64 (small ones and extremes such as 0 and
  * UINT64_MAX), so at most 64 entities live at once; coordinates and radii
  * come from tables holding shard borders, radius boundaries, -0, denormals,
@@ -83,6 +92,14 @@ static const uint32_t masks[] = {0xffffffffu, 0xffffffffu, 0xffffffffu,
 #define MASK_COUNT (sizeof masks / sizeof masks[0])
 
 static const size_t capacities[] = {0, 1, 2, QUERY_CAPACITY};
+
+/* Move bands: the first distance, the steps to the next ones, periods. */
+static const float band_starts[8] = {0, 0, 0.5f, 1, 10, 25, 100, 1e6f};
+static const float band_steps[8] = {1e-3f, 0.5f, 1, 5, 12.5f, 25, 100, 1e30f};
+static const uint32_t band_periods[8] = {1, 2, 3, 4, 7, 16,
+                                         UINT32_C(1) << 31, UINT32_MAX};
+static const uint32_t caps[16] = {0, 1, 2, 3, 4, 5, 8, 16, 63, 64, 0, 1, 2,
+                                  7, UINT32_C(1) << 31, UINT32_MAX};
 
 static uint64_t ids[ID_COUNT];
 
@@ -163,6 +180,7 @@ typedef struct slot {
 
 typedef struct fuzz_run {
   aoi_config config;
+  int policies; /* appeal and cap operations, move bands */
   aoi_world *world;
   model *m;
   slot slots[ID_COUNT];
@@ -573,6 +591,28 @@ static void op_edge(fuzz_run *f, reader *r) {
   move_to(f, bi, x, y);
 }
 
+static void op_appeal(fuzz_run *f, reader *r) {
+  size_t index = next_byte(r) % ID_COUNT;
+  float appeal = radius_of(f, next_byte(r));
+  uint64_t id = ids[index];
+
+  trace_line(f, "appeal %" PRIu64 " %.9g", id, (double)appeal);
+  int want = model_set_appeal(f->m, id, appeal);
+  int got = aoi_set_appeal(f->world, id, appeal);
+  check_code(f, "aoi_set_appeal", got, want);
+}
+
+static void op_cap(fuzz_run *f, reader *r) {
+  size_t index = next_byte(r) % ID_COUNT;
+  uint32_t cap = caps[next_byte(r) % 16];
+  uint64_t id = ids[index];
+
+  trace_line(f, "cap %" PRIu64 " %" PRIu32, id, cap);
+  int want = model_set_cap(f->m, id, cap);
+  int got = aoi_set_cap(f->world, id, cap);
+  check_code(f, "aoi_set_cap", got, want);
+}
+
 enum {
   OP_ADD,
   OP_ADD2,
@@ -588,7 +628,11 @@ enum {
   OP_CIRCLE,
   OP_EDGE,
   OP_EDGE2,
-  OP_COUNT
+  OP_COUNT,
+  /* With policies only. */
+  OP_APPEAL = OP_COUNT,
+  OP_CAP,
+  OP_POLICY_COUNT
 };
 
 static void configure(fuzz_run *f, reader *r) {
@@ -610,6 +654,26 @@ static void configure(fuzz_run *f, reader *r) {
   c->max_x = box[2];
   c->max_y = box[3];
 
+  f->policies = (b3 >> 7) & 1;
+  if (f->policies) {
+    unsigned count = next_byte(r) % (AOI_MAX_MOVE_BANDS + 1);
+    for (unsigned i = 0; i < count; i++) {
+      unsigned distance = next_byte(r), period = next_byte(r);
+      float d = band_starts[distance & 7];
+      if (i > 0) {
+        float last = c->move_bands[i - 1].distance;
+        d = last + band_steps[distance & 7];
+        if (!(d > last))
+          d = nextafterf(last, INFINITY);
+        if (!isfinite(d)) /* no room above: fewer bands */
+          break;
+      }
+      c->move_bands[i].distance = d;
+      c->move_bands[i].period = band_periods[period & 7];
+      c->move_band_count = i + 1;
+    }
+  }
+
   trace_line(f, "world %.9g %.9g %.9g %.9g", (double)c->min_x,
              (double)c->min_y, (double)c->max_x, (double)c->max_y);
   trace_line(f, "max-radius %.9g", (double)c->max_radius);
@@ -620,6 +684,9 @@ static void configure(fuzz_run *f, reader *r) {
   else
     trace_line(f, "shape %s",
                c->shape == AOI_SHAPE_CIRCLE ? "circle" : "square");
+  for (unsigned i = 0; i < c->move_band_count; i++)
+    trace_line(f, "move-every %.9g %" PRIu32,
+               (double)c->move_bands[i].distance, c->move_bands[i].period);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -643,7 +710,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   for (unsigned n = 0; n < MAX_OPS && f.tick < MAX_TICKS && r.pos < r.size;
        n++) {
-    switch (next_byte(&r) % OP_COUNT) {
+    switch (next_byte(&r) % (f.policies ? OP_POLICY_COUNT : OP_COUNT)) {
     case OP_ADD:
     case OP_ADD2:
       op_add(&f, &r);
@@ -673,6 +740,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case OP_CIRCLE:
       op_circle(&f, &r);
+      break;
+    case OP_APPEAL:
+      op_appeal(&f, &r);
+      break;
+    case OP_CAP:
+      op_cap(&f, &r);
       break;
     default:
       op_edge(&f, &r);
