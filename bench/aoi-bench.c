@@ -1,14 +1,16 @@
 /*
  * aoi-bench.c: drives synthetic crowds through an AOI world as a zone
- * server's game loop would, measures it, and checks it against a plain
- * nine-grid AOI (baseline.c). It uses the public API only (aoi.h).
+ * server's game loop would, measures it, and checks it against the classic
+ * single-threaded AOI algorithms (algo.h: brute force, the nine-grid, the
+ * tower AOI, the cross-linked list), fed the same operations. It uses the
+ * public API only (aoi.h).
  *
  * A run is one scenario (scenario.c) at one thread count:
  *  1. A fresh crowd from --seed and a fresh world over [0, side]^2, where
  *     side = sqrt(N pi R^2 / K) so that each entity sees about K others
- *     (--entities N, --radius R, --neighbours K); max_radius R (but see the
- *     cliff scenarios below), an allocator hook that counts bytes and
- *     calls.
+ *     (--entities N, --radius R, --neighbours K; sparse scales R and K by
+ *     its factors); max_radius R (but see the cliff scenarios below), an
+ *     allocator hook that counts bytes and calls.
  *  2. A warm-up tick: every entity added (a share --players of them are
  *     players, watcher and marker; the others NPCs, markers only), aoi_tick,
  *     drain.
@@ -16,14 +18,17 @@
  *     (aoi_add, aoi_move, aoi_remove: "submit"), aoi_tick ("tick"), then
  *     aoi_pending and aoi_drain of every pending watcher in id order, every
  *     event hashed into the checksum ("drain").
- * --threads 1,2,4 is a sweep: one run per entry, same crowd, same seed. The
- * baseline is fed the same operations once per scenario, after the engine's
- * runs (so that its memory does not count in theirs). With --verify it runs
- * in lockstep with every engine run instead, and after each tick the
- * engine's events are compared with the baseline's, watcher by watcher and
+ * --threads 1,2,4 is a sweep: one run per entry, same crowd, same seed. Each
+ * algorithm of --baseline (default: the nine-grid alone) is fed the same
+ * operations once per scenario, one after the other, after the engine's
+ * runs (so that its memory does not count in theirs). With --verify they
+ * run in lockstep with every engine run instead, and after each tick the
+ * engine's events are compared with each one's, watcher by watcher and
  * event by event: the first difference is printed and the bench exits 1.
- * Under --verify the baseline shares the process's caches and memory with
- * the engine: use it to check, not to time.
+ * Under --verify they share the process's caches and memory with the
+ * engine: use it to check, not to time. The first algorithm listed is "the
+ * baseline" of the report and of the JSON's baseline_* keys; each also has
+ * keys of its own (algo_NAME_*, null when it did not run).
  *
  * What each number means (medians and p99 are nearest-rank over the
  * measured ticks):
@@ -53,8 +58,14 @@
  *                   speedup / (threads / the first run's threads)
  *   baseline        the baseline's median tick (grid, views, diffs, events
  *                   into its outboxes; not the checksum) / the engine's
+ *   algorithms      each one's median submit (its operations: where the
+ *                   tower and the cross-list do their incremental work) and
+ *                   tick, and their median sum a tick, "frame", what
+ *                   compares with the engine's frame; events a tick; its
+ *                   peak bytes (counted by the algorithm) / entities
  *   checksum        of every event of every tick, warm-up included: the same
- *                   for every thread and shard count, and the baseline's
+ *                   for every thread and shard count, and every
+ *                   algorithm's
  *
  * The cliff scenarios (outlier, spectator, mixed-radius, flood: scenario.c)
  * are the uniform crowd plus an odd part that should cost little: one far
@@ -74,12 +85,13 @@
  * the scenario gives anyone: --radius; --radius x the --mix factor for
  * mixed-radius; for spectator, whose camera sees max_radius far, the
  * library's default max_radius (500) or --radius where that is larger. The
- * baseline's grid is cut for --radius whatever max_radius is. Under
+ * nine-grid's cells and the towers are cut for --radius whatever max_radius
+ * is. Under
  * --verify the plain runs are verified too. A flood ends every tick where
  * its plain crowd does, so their checksums must match.
  *
  * Exit status: 0; 1 when a check failed (a --verify difference, checksums
- * that differ across the sweep or from the baseline's, a flood's that
+ * that differ across the sweep or from an algorithm's, a flood's that
  * differs from its plain crowd's, an API error); 2 for
  * a bad command line. With --json, stdout holds only the JSON lines; the
  * warnings, and the progress line when stderr is a terminal, go to stderr.
@@ -87,7 +99,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "aoi.h"
-#include "baseline.h"
+#include "algo.h"
 #include "bench.h"
 #include "report.h"
 #include "scenario.h"
@@ -102,6 +114,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Brute force above this many entities needs --force-brute: at 20,000 it
+   makes 4 x 10^8 tests a tick. */
+#define BRUTE_MAX_ENTITIES 20000u
 
 /* ---- the allocator hook ------------------------------------------------- */
 
@@ -196,7 +212,7 @@ static uint64_t rss_peak(void)
   return kib * 1024;
 }
 
-/* ---- feeding the engine and the baseline -------------------------------- */
+/* ---- feeding the engine and the algorithms ------------------------------ */
 
 static const char *const op_names[] = {"aoi_add", "aoi_move", "aoi_remove"};
 
@@ -224,21 +240,21 @@ static void submit_engine(aoi_world *world, const bench_op *ops, size_t n)
   }
 }
 
-static void submit_baseline(baseline *b, const bench_op *ops, size_t n)
+static void submit_algo(algo *a, const bench_op *ops, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
     int rc;
     if (op->kind == BENCH_OP_ADD)
-      rc = baseline_add(b, op->id, op->x, op->y, op->radius, op->flags,
-                        UINT32_MAX, UINT32_MAX);
+      rc = algo_add(a, op->id, op->x, op->y, op->radius, op->flags,
+                    UINT32_MAX, UINT32_MAX);
     else if (op->kind == BENCH_OP_MOVE)
-      rc = baseline_move(b, op->id, op->x, op->y);
+      rc = algo_move(a, op->id, op->x, op->y);
     else
-      rc = baseline_remove(b, op->id);
+      rc = algo_remove(a, op->id);
     if (rc != 0)
-      bench_die("baseline: %s(%" PRIu64 ") failed: %s", op_names[op->kind],
-                op->id, aoi_strerror(rc));
+      bench_die("%s: %s(%" PRIu64 ") failed: %s", algo_class_of(a)->name,
+                op_names[op->kind], op->id, aoi_strerror(rc));
   }
 }
 
@@ -418,16 +434,16 @@ static uint64_t hash_wires(const delivery *d, uint64_t *checksum)
   return total;
 }
 
-/* The same checksum over the baseline's outboxes; returns the events. */
-static uint64_t hash_baseline(const baseline *b, uint64_t *checksum)
+/* The same checksum over an algorithm's outboxes; returns the events. */
+static uint64_t hash_algo(const algo *a, uint64_t *checksum)
 {
   const uint64_t *ids;
-  size_t pending = baseline_pending(b, &ids);
+  size_t pending = algo_pending(a, &ids);
   uint64_t total = 0, h = *checksum;
   for (size_t i = 0; i < pending; i++) {
     const aoi_event *events;
     size_t count;
-    baseline_events(b, i, &events, &count);
+    algo_events(a, i, &events, &count);
     h += hash_watcher(ids[i], events, count);
     total += count;
   }
@@ -465,13 +481,14 @@ static int same_event(const aoi_event *a, const aoi_event *b)
          float_bits(a->y) == float_bits(b->y);
 }
 
-/* Compares one tick's outboxes, engine against baseline; on the first
+/* Compares one tick's outboxes, engine against algorithm; on the first
    difference prints both sides and exits 1. */
 static void verify_tick(const char *label, uint64_t tick,
-                        const drain_list *engine, const baseline *b)
+                        const drain_list *engine, const algo *b)
 {
+  const char *name = algo_class_of(b)->name;
   const uint64_t *ids;
-  size_t pending = baseline_pending(b, &ids);
+  size_t pending = algo_pending(b, &ids);
   size_t i = 0, j = 0;
   while (i < engine->count || j < pending) {
     uint64_t watcher = UINT64_MAX;
@@ -486,7 +503,7 @@ static void verify_tick(const char *label, uint64_t tick,
       our_count = engine->items[i++].count;
     }
     if (j < pending && ids[j] == watcher)
-      baseline_events(b, j++, &theirs, &their_count);
+      algo_events(b, j++, &theirs, &their_count);
     size_t k = 0;
     while (k < our_count && k < their_count && same_event(&ours[k], &theirs[k]))
       k++;
@@ -495,14 +512,17 @@ static void verify_tick(const char *label, uint64_t tick,
     char a[128], c[128];
     format_event(a, sizeof(a), k < our_count ? &ours[k] : NULL);
     format_event(c, sizeof(c), k < their_count ? &theirs[k] : NULL);
+    char tag[32];
+    snprintf(tag, sizeof(tag), "%s:", name);
     bench_progress_clear();
     fprintf(stderr,
             "aoi-bench: verify [%s]: tick %" PRIu64 ", watcher %" PRIu64
             ": event %zu differs (the engine has %zu events for this"
-            " watcher, the baseline %zu)\n"
+            " watcher, %s %zu)\n"
             "  engine:   %s\n"
-            "  baseline: %s\n",
-            label, tick, watcher, k, our_count, their_count, a, c);
+            "  %-9s %s\n",
+            label, tick, watcher, k, our_count, name, their_count, a, tag,
+            c);
     exit(BENCH_EXIT_FAIL);
   }
 }
@@ -548,10 +568,17 @@ static double max_over_mean(const double *values, unsigned n)
 
 /* ---- runs --------------------------------------------------------------- */
 
-static double world_side(const bench_options *o)
+/* side = sqrt(N pi R^2 / K), for the scenario's radius and neighbours. */
+static double world_side(const bench_options *o, const scenario_result *s)
 {
-  return sqrt((double)o->entities * M_PI * o->radius * o->radius /
-              o->neighbours);
+  return sqrt((double)o->entities * M_PI * s->radius * s->radius /
+              s->neighbours);
+}
+
+/* The crowd's view radius in a scenario: --radius, times sparse's factor. */
+static double crowd_radius(const bench_options *o, const scenario *sc)
+{
+  return o->radius * sc->radius_factor;
 }
 
 /* The scenario's crowd; with `plain`, without its odd part. */
@@ -564,7 +591,7 @@ static crowd *new_crowd(const bench_options *o, const scenario_result *s,
   params.side = s->side;
   params.step = s->step;
   params.players = o->players;
-  params.radius = (float)o->radius;
+  params.radius = (float)s->radius;
   params.seed = o->seed;
   params.plain = plain;
   params.outlier_x = o->outlier_x;
@@ -601,10 +628,9 @@ static double ns_to_ms(uint64_t ns)
 /* Per measured tick, what a run keeps until it summarizes. */
 typedef struct samples {
   double *tick, *submit, *drain, *checksum, *frame, *phase[AOI_PHASE_COUNT];
-  double *base_tick, *base_submit;
 } samples;
 
-static void samples_init(samples *t, unsigned ticks, int with_baseline)
+static void samples_init(samples *t, unsigned ticks)
 {
   t->tick = bench_calloc(ticks, sizeof(double));
   t->submit = bench_calloc(ticks, sizeof(double));
@@ -613,8 +639,6 @@ static void samples_init(samples *t, unsigned ticks, int with_baseline)
   t->frame = bench_calloc(ticks, sizeof(double));
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     t->phase[p] = bench_calloc(ticks, sizeof(double));
-  t->base_tick = with_baseline ? bench_calloc(ticks, sizeof(double)) : NULL;
-  t->base_submit = with_baseline ? bench_calloc(ticks, sizeof(double)) : NULL;
 }
 
 static void samples_free(samples *t)
@@ -626,17 +650,77 @@ static void samples_free(samples *t)
   free(t->frame);
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     free(t->phase[p]);
-  free(t->base_tick);
-  free(t->base_submit);
+}
+
+/* One algorithm fed a crowd's operations, beside the engine or alone, and
+   what it measured a tick. */
+typedef struct algo_run {
+  algo *a;
+  double *tick, *submit, *frame;
+  double events;
+  uint64_t checksum;
+} algo_run;
+
+static void algo_run_init(algo_run *r, const algo_class *cls,
+                          const bench_options *o, const scenario_result *s,
+                          const aoi_config *config)
+{
+  algo_params params = {config, s->radius, o->tower_side};
+  r->a = algo_create(cls, &params);
+  r->tick = bench_calloc(o->ticks, sizeof(double));
+  r->submit = bench_calloc(o->ticks, sizeof(double));
+  r->frame = bench_calloc(o->ticks, sizeof(double));
+  r->events = 0;
+  r->checksum = BENCH_CHECKSUM_SEED;
+}
+
+/* Submits one tick's operations and ticks; `tick` 0 is the warm-up, not
+   measured. */
+static void algo_run_tick(algo_run *r, unsigned tick, const bench_op *ops,
+                          size_t n)
+{
+  uint64_t s0 = bench_now_ns();
+  submit_algo(r->a, ops, n);
+  uint64_t s1 = bench_now_ns();
+  algo_tick(r->a);
+  uint64_t s2 = bench_now_ns();
+  uint64_t drained = hash_algo(r->a, &r->checksum);
+  if (tick == 0)
+    return;
+  r->submit[tick - 1] = ns_to_ms(s1 - s0);
+  r->tick[tick - 1] = ns_to_ms(s2 - s1);
+  r->frame[tick - 1] = ns_to_ms(s2 - s0);
+  r->events += (double)drained;
+}
+
+/* Its figures into `out` (when not NULL), and frees it. */
+static void algo_run_finish(algo_run *r, unsigned ticks, algo_result *out)
+{
+  if (out != NULL) {
+    out->cls = algo_class_of(r->a);
+    out->ran = 1;
+    out->tick_ms_median = quantile(r->tick, ticks, 0.5);
+    out->tick_ms_p99 = quantile(r->tick, ticks, 0.99);
+    out->submit_ms_median = quantile(r->submit, ticks, 0.5);
+    out->frame_ms_median = quantile(r->frame, ticks, 0.5);
+    out->events_per_tick = r->events / ticks;
+    out->peak_bytes = algo_peak_bytes(r->a);
+    out->checksum = r->checksum;
+  }
+  algo_destroy(r->a);
+  free(r->tick);
+  free(r->submit);
+  free(r->frame);
 }
 
 /* One run of the engine at `threads`, of the scenario's crowd or, with
-   `plain`, of the crowd without its odd part; with `lockstep`, the
-   baseline runs beside it and every tick is verified, and when `base` is
-   not NULL the baseline's figures are kept there. */
+   `plain`, of the crowd without its odd part; with `lockstep`, every
+   algorithm of --baseline runs beside it and every tick is verified
+   against each, and when `algos` is not NULL their figures are kept there
+   (o->algo_count of them). */
 static void run_engine(const bench_options *o, const scenario_result *s,
                        unsigned threads, int plain, int lockstep,
-                       run_result *r, baseline_result *base)
+                       run_result *r, algo_result *algos)
 {
   unsigned ticks = o->ticks, from = ticks / 2; /* allocs: the last half */
   crowd *c = new_crowd(o, s, plain);
@@ -651,13 +735,16 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   rss_reset();
   aoi_world *world;
   check(aoi_create(&config, &world), "aoi_create");
-  baseline *b = lockstep ? baseline_create(&config, o->radius) : NULL;
+  size_t beside = lockstep ? o->algo_count : 0;
+  algo_run runs[ALGO_COUNT];
+  for (size_t k = 0; k < beside; k++)
+    algo_run_init(&runs[k], o->algos[k], o, s, &config);
   aoi_stats stats;
   check(aoi_stats_get(world, &stats), "aoi_stats_get");
   unsigned shards = stats.shards;
   double *shard_ns = bench_calloc(shards, sizeof(double));
   samples t;
-  samples_init(&t, ticks, b != NULL);
+  samples_init(&t, ticks);
   drain_list list = {NULL, 0, 0};
   delivery pool;
   delivery_init(&pool, world, lockstep ? 1 : stats.threads);
@@ -665,8 +752,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   snprintf(label, sizeof(label), "%s%s t=%u%s", s->sc->name,
            plain ? " plain" : "", threads, lockstep ? " verify" : "");
 
-  uint64_t checksum = BENCH_CHECKSUM_SEED, base_checksum = BENCH_CHECKSUM_SEED;
-  double updates = 0, events = 0, ghosts = 0, handoffs = 0, base_events = 0;
+  uint64_t checksum = BENCH_CHECKSUM_SEED;
+  double updates = 0, events = 0, ghosts = 0, handoffs = 0;
   uint64_t allocs_tick = 0, allocs_submit = 0, allocs_drain = 0;
   for (unsigned tick = 0; tick <= ticks; tick++) {
     bench_progress("[%s] tick %u/%u", label, tick, ticks);
@@ -692,15 +779,9 @@ static void run_engine(const bench_options *o, const scenario_result *s,
       bench_die("tick %" PRIu64 ": drained %" PRIu64 " events, aoi_stats"
                 " says %" PRIu64,
                 stats.tick, drained, stats.events);
-    uint64_t b0 = 0, b1 = 0, b2 = 0, base_drained = 0;
-    if (b != NULL) {
-      b0 = bench_now_ns();
-      submit_baseline(b, ops, n);
-      b1 = bench_now_ns();
-      baseline_tick(b);
-      b2 = bench_now_ns();
-      base_drained = hash_baseline(b, &base_checksum);
-      verify_tick(label, stats.tick, &list, b);
+    for (size_t k = 0; k < beside; k++) {
+      algo_run_tick(&runs[k], tick, ops, n);
+      verify_tick(label, stats.tick, &list, runs[k].a);
     }
     if (tick == 0)
       continue;
@@ -722,11 +803,6 @@ static void run_engine(const bench_options *o, const scenario_result *s,
       allocs_submit += a1 - a0;
       allocs_tick += a2 - a1;
       allocs_drain += a3 - a2;
-    }
-    if (b != NULL) {
-      t.base_submit[m] = ns_to_ms(b1 - b0);
-      t.base_tick[m] = ns_to_ms(b2 - b1);
-      base_events += (double)base_drained;
     }
   }
   bench_progress_clear();
@@ -780,16 +856,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
     r->phase_ms_median[p] = quantile(t.phase[p], ticks, 0.5);
 
-  if (base != NULL && b != NULL) {
-    base->ran = 1;
-    base->tick_ms_median = quantile(t.base_tick, ticks, 0.5);
-    base->tick_ms_p99 = quantile(t.base_tick, ticks, 0.99);
-    base->submit_ms_median = quantile(t.base_submit, ticks, 0.5);
-    base->events_per_tick = base_events / ticks;
-    base->peak_bytes = baseline_peak_bytes(b);
-    base->checksum = base_checksum;
-  }
-
+  for (size_t k = 0; k < beside; k++)
+    algo_run_finish(&runs[k], ticks, algos != NULL ? &algos[k] : NULL);
   delivery_free(&pool);
   aoi_destroy(world);
   long long leaked = atomic_load_explicit(&meter.live, memory_order_relaxed);
@@ -797,57 +865,33 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     fprintf(stderr, "aoi-bench: warning: [%s] the engine still holds %lld"
             " bytes of the allocator hook after aoi_destroy\n",
             label, leaked);
-  baseline_destroy(b);
   crowd_destroy(c);
   free(list.items);
   samples_free(&t);
 }
 
-/* The baseline alone, fed the same operations as the engine (with
+/* One algorithm alone, fed the same operations as the engine (with
    `plain`, the plain crowd's). */
-static void run_baseline(const bench_options *o, const scenario_result *s,
-                         int plain, baseline_result *out)
+static void run_algo(const bench_options *o, const scenario_result *s,
+                     const algo_class *cls, int plain, algo_result *out)
 {
-  unsigned ticks = o->ticks;
   crowd *c = new_crowd(o, s, plain);
   aoi_config config;
   make_config(o, s, &config);
-  baseline *b = baseline_create(&config, o->radius);
-  double *tick_ms = bench_calloc(ticks, sizeof(double));
-  double *submit_ms = bench_calloc(ticks, sizeof(double));
+  algo_run r;
+  algo_run_init(&r, cls, o, s, &config);
   char label[96];
-  snprintf(label, sizeof(label), "%s%s baseline", s->sc->name,
-           plain ? " plain" : "");
-  uint64_t checksum = BENCH_CHECKSUM_SEED;
-  double events = 0;
-  for (unsigned tick = 0; tick <= ticks; tick++) {
-    bench_progress("[%s] tick %u/%u", label, tick, ticks);
+  snprintf(label, sizeof(label), "%s%s %s", s->sc->name,
+           plain ? " plain" : "", cls->name);
+  for (unsigned tick = 0; tick <= o->ticks; tick++) {
+    bench_progress("[%s] tick %u/%u", label, tick, o->ticks);
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
-    uint64_t s0 = bench_now_ns();
-    submit_baseline(b, ops, n);
-    uint64_t s1 = bench_now_ns();
-    baseline_tick(b);
-    uint64_t s2 = bench_now_ns();
-    uint64_t drained = hash_baseline(b, &checksum);
-    if (tick == 0)
-      continue;
-    submit_ms[tick - 1] = ns_to_ms(s1 - s0);
-    tick_ms[tick - 1] = ns_to_ms(s2 - s1);
-    events += (double)drained;
+    algo_run_tick(&r, tick, ops, n);
   }
   bench_progress_clear();
-  out->ran = 1;
-  out->tick_ms_median = quantile(tick_ms, ticks, 0.5);
-  out->tick_ms_p99 = quantile(tick_ms, ticks, 0.99);
-  out->submit_ms_median = quantile(submit_ms, ticks, 0.5);
-  out->events_per_tick = events / ticks;
-  out->peak_bytes = baseline_peak_bytes(b);
-  out->checksum = checksum;
-  baseline_destroy(b);
+  algo_run_finish(&r, o->ticks, out);
   crowd_destroy(c);
-  free(tick_ms);
-  free(submit_ms);
 }
 
 /* The radius of mixed-radius's long-sighted watchers. */
@@ -861,7 +905,7 @@ static float mix_radius(const bench_options *o)
    default max_radius, at least --radius). */
 static float max_radius_of(const bench_options *o, const scenario *sc)
 {
-  float radius = (float)o->radius;
+  float radius = (float)crowd_radius(o, sc);
   if (o->max_radius_given)
     return (float)o->max_radius;
   if (sc->odd == BENCH_ODD_SPECTATOR) {
@@ -887,8 +931,11 @@ static int run_scenario(const bench_options *o, const scenario *sc)
   scenario_result s;
   memset(&s, 0, sizeof(s));
   s.sc = sc;
-  s.side = world_side(o);
-  s.step = o->step_given ? o->step : o->radius / 20;
+  s.radius = crowd_radius(o, sc);
+  s.neighbours = o->neighbours * sc->neighbours_factor;
+  s.side = world_side(o, &s);
+  s.step = o->step_given ? o->step : s.radius / 20;
+  s.tower_side = o->tower_side > 0 ? o->tower_side : s.radius;
   s.max_radius = max_radius_of(o, sc);
   s.mix_radius = mix_radius(o);
   s.run_count = o->thread_count;
@@ -898,11 +945,11 @@ static int run_scenario(const bench_options *o, const scenario *sc)
     if (sc->odd != BENCH_ODD_NONE) {
       memset(&plain, 0, sizeof(plain));
       run_engine(o, &s, o->threads[k], 1, o->verify, &plain,
-                 k == 0 && o->verify ? &s.plain_base : NULL);
+                 k == 0 ? s.plain_algos : NULL);
       free(plain.shard);
     }
     run_engine(o, &s, o->threads[k], 0, o->verify, r,
-               k == 0 && o->verify ? &s.base : NULL);
+               k == 0 ? s.algos : NULL);
     if (sc->odd != BENCH_ODD_NONE) {
       r->has_plain = 1;
       r->plain_tick_ms_median = plain.tick_ms_median;
@@ -913,10 +960,11 @@ static int run_scenario(const bench_options *o, const scenario *sc)
           ratio(r->submit_ms_median, plain.submit_ms_median);
     }
   }
-  if (o->baseline && !o->verify) {
+  s.algo_count = o->algo_count;
+  for (size_t k = 0; k < s.algo_count && !o->verify; k++) {
     if (sc->odd != BENCH_ODD_NONE)
-      run_baseline(o, &s, 1, &s.plain_base);
-    run_baseline(o, &s, 0, &s.base);
+      run_algo(o, &s, o->algos[k], 1, &s.plain_algos[k]);
+    run_algo(o, &s, o->algos[k], 0, &s.algos[k]);
   }
 
   const run_result *first = &s.runs[0];
@@ -962,23 +1010,24 @@ static int run_scenario(const bench_options *o, const scenario *sc)
                 s.runs[k].threads);
         status = BENCH_EXIT_FAIL;
       }
-  if (s.plain_base.ran)
-    for (size_t k = 0; k < s.run_count; k++)
-      if (s.runs[k].plain_checksum != s.plain_base.checksum) {
+  for (size_t a = 0; a < s.algo_count; a++)
+    for (size_t k = 0; k < s.run_count; k++) {
+      const char *name = s.algos[a].cls->name;
+      if (s.plain_algos[a].ran &&
+          s.runs[k].plain_checksum != s.plain_algos[a].checksum) {
         fprintf(stderr, "aoi-bench: warning: %s: the plain crowd's checksum"
-                " with %u threads differs from the baseline's\n",
-                sc->name, s.runs[k].threads);
+                " with %u threads differs from %s's\n",
+                sc->name, s.runs[k].threads, name);
         status = BENCH_EXIT_FAIL;
       }
-  if (s.base.ran)
-    for (size_t k = 0; k < s.run_count; k++)
-      if (s.runs[k].checksum != s.base.checksum) {
+      if (s.runs[k].checksum != s.algos[a].checksum) {
         fprintf(stderr, "aoi-bench: warning: %s: the checksum with %u"
-                " threads differs from the baseline's: the events differ"
+                " threads differs from %s's: the events differ"
                 " (--verify finds the first difference)\n",
-                sc->name, s.runs[k].threads);
+                sc->name, s.runs[k].threads, name);
         status = BENCH_EXIT_FAIL;
       }
+    }
   for (size_t k = 0; k < s.run_count; k++)
     free(s.runs[k].shard);
   free(s.runs);
@@ -992,8 +1041,8 @@ static void usage(FILE *out)
   fprintf(out,
       "usage: aoi-bench [options]\n"
       "Runs synthetic crowds through an AOI world and reports tick times,\n"
-      "throughput, balance, memory and allocations, against a single-\n"
-      "threaded nine-grid baseline fed the same operations.\n"
+      "throughput, balance, memory and allocations, against single-\n"
+      "threaded classic AOI algorithms fed the same operations.\n"
       "\n"
       "  --scenario LIST    comma-separated scenarios, or all "
       "(default uniform)\n"
@@ -1026,16 +1075,28 @@ static void usage(FILE *out)
       "\n"
       "                     of the map and its real step last (default 16)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
-      "  --verify           compare every event with the baseline's; exit 1\n"
-      "                     at the first difference (for checking, not "
-      "timing)\n"
-      "  --no-baseline      skip the baseline (for large runs)\n"
+      "  --baseline LIST    the algorithms run beside the engine, comma-\n"
+      "                     separated, or all: brute, ninegrid, tower, xlist\n"
+      "                     (default ninegrid; the first is the JSON's\n"
+      "                     baseline_*)\n"
+      "  --tower-side S     tower: the side of a tower (default: the crowd's\n"
+      "                     view radius)\n"
+      "  --force-brute      run brute force above %u entities (O(N^2) a tick)\n"
+      "  --verify           compare every event with every --baseline\n"
+      "                     algorithm's; exit 1 at the first difference (for\n"
+      "                     checking, not timing)\n"
+      "  --no-baseline      run no algorithm beside the engine (large runs)\n"
       "  --help             this text\n"
       "\n"
-      "scenarios:\n");
+      "scenarios:\n",
+      BRUTE_MAX_ENTITIES);
   for (size_t i = 0; i < bench_scenario_count; i++)
     fprintf(out, "  %-12s %s\n", bench_scenarios[i].name,
             bench_scenarios[i].summary);
+  fprintf(out, "\nalgorithms (single-threaded, each event the engine's):\n");
+  for (size_t i = 0; i < ALGO_COUNT; i++)
+    fprintf(out, "  %-12s %s\n", algo_classes[i]->name,
+            algo_classes[i]->summary);
   fprintf(out,
       "\n"
       "outlier, spectator, mixed-radius and flood are cliffs: before each of\n"
@@ -1158,6 +1219,38 @@ static const scenario **parse_scenarios(const char *text, size_t *count)
   return list;
 }
 
+/* "tower,xlist" or "all" into o->algos. */
+static void parse_algos(const char *text, bench_options *o)
+{
+  o->algo_count = 0;
+  if (strcmp(text, "all") == 0) {
+    for (size_t i = 0; i < ALGO_COUNT; i++)
+      o->algos[o->algo_count++] = algo_classes[i];
+    return;
+  }
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    char name[32];
+    if (len == 0 || len >= sizeof(name))
+      usage_error("--baseline: '%s' is not a comma-separated list of"
+                  " brute, ninegrid, tower, xlist (or all)", text);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    const algo_class *cls = algo_find(name);
+    if (cls == NULL)
+      usage_error("--baseline: no algorithm '%s' (brute, ninegrid, tower,"
+                  " xlist, or all)", name);
+    for (size_t i = 0; i < o->algo_count; i++)
+      if (o->algos[i] == cls)
+        usage_error("--baseline: '%s' is listed twice", name);
+    o->algos[o->algo_count++] = cls;
+    if (p[len] == '\0')
+      return;
+    p += len + 1;
+  }
+}
+
 static void parse_options(int argc, char **argv, bench_options *o)
 {
   memset(o, 0, sizeof(*o));
@@ -1169,7 +1262,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
   o->seed = 1;
   o->moves = 1;
   o->shape = AOI_SHAPE_CIRCLE;
-  o->baseline = 1;
+  const char *algos = "ninegrid";
+  int no_baseline = 0, baseline_given = 0;
   aoi_config defaults;
   aoi_config_default(&defaults);
   o->rebalance = defaults.rebalance_interval;
@@ -1200,6 +1294,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
     int is_switch = strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0 ||
                     strcmp(flag, "--json") == 0 ||
                     strcmp(flag, "--verify") == 0 ||
+                    strcmp(flag, "--force-brute") == 0 ||
                     strcmp(flag, "--no-baseline") == 0;
     if (is_switch) {
       if (value != NULL)
@@ -1209,7 +1304,9 @@ static void parse_options(int argc, char **argv, bench_options *o)
       else if (strcmp(flag, "--verify") == 0)
         o->verify = 1;
       else if (strcmp(flag, "--no-baseline") == 0)
-        o->baseline = 0;
+        no_baseline = 1;
+      else if (strcmp(flag, "--force-brute") == 0)
+        o->force_brute = 1;
       else {
         usage(stdout);
         exit(0);
@@ -1226,6 +1323,14 @@ static void parse_options(int argc, char **argv, bench_options *o)
 
     if (strcmp(flag, "--scenario") == 0)
       scenarios = value;
+    else if (strcmp(flag, "--baseline") == 0) {
+      algos = value;
+      baseline_given = 1;
+    } else if (strcmp(flag, "--tower-side") == 0) {
+      o->tower_side = parse_number(flag, value);
+      if (!(o->tower_side > 0))
+        usage_error("--tower-side must be > 0");
+    }
     else if (strcmp(flag, "--entities") == 0)
       o->entities = (uint32_t)parse_unsigned(flag, value, 1, 100000000);
     else if (strcmp(flag, "--radius") == 0)
@@ -1307,16 +1412,32 @@ static void parse_options(int argc, char **argv, bench_options *o)
   if (!(o->mix_factor > 0) || o->radius * o->mix_factor > 1e9)
     usage_error("--mix: the factor must be > 0 (and radius x factor at most"
                 " 1e9)");
-  if (o->verify && !o->baseline)
-    usage_error("--verify compares with the baseline: not with "
-                "--no-baseline");
+  if (no_baseline && baseline_given)
+    usage_error("--baseline and --no-baseline contradict each other");
+  if (o->verify && no_baseline)
+    usage_error("--verify compares with the --baseline algorithms: not with"
+                " --no-baseline");
+  if (!no_baseline)
+    parse_algos(algos, o);
+  for (size_t i = 0; i < o->algo_count; i++)
+    if (o->algos[i] == &algo_brute && o->entities > BRUTE_MAX_ENTITIES &&
+        !o->force_brute)
+      usage_error("--baseline brute: %" PRIu32 " entities is above %u, and"
+                  " brute force costs N^2 a tick (10^10 tests at 100,000);"
+                  " --force-brute runs it anyway",
+                  o->entities, BRUTE_MAX_ENTITIES);
   o->threads = parse_list(threads_flag, threads, 256, &o->thread_count);
   o->scenarios = parse_scenarios(scenarios, &o->scenario_count);
-  for (size_t i = 0; i < o->scenario_count; i++)
+  for (size_t i = 0; i < o->scenario_count; i++) {
     if (o->scenarios[i]->odd == BENCH_ODD_MIXED && o->max_radius_given &&
         mix_radius(o) > (float)o->max_radius)
       usage_error("mixed-radius: --radius x the --mix factor is above"
                   " --max-radius");
+    if (o->max_radius_given &&
+        (float)crowd_radius(o, o->scenarios[i]) > (float)o->max_radius)
+      usage_error("%s: its radius, %g x --radius, is above --max-radius",
+                  o->scenarios[i]->name, o->scenarios[i]->radius_factor);
+  }
 }
 
 int main(int argc, char **argv)

@@ -1,11 +1,13 @@
 /*
  * report.c: prints what aoi-bench measured. report_human writes one block
- * per scenario: the crowd, the baseline, one paragraph per thread count and
- * the sweep table; report_json writes one object per (scenario, threads)
- * run on one line, and nothing else. A figure that was not measured (the
- * baseline under --no-baseline, RSS without /proc) is `null` in JSON and
- * `-` for people; so are the cliff figures (plain_*, cliff_*, and the odd
- * part's parameters) of a scenario that has no odd part.
+ * per scenario: the crowd, the algorithms, one paragraph per thread count
+ * and the sweep table; report_json writes one object per (scenario,
+ * threads) run on one line, and nothing else. A figure that was not
+ * measured (an algorithm not in --baseline, RSS without /proc) is `null` in
+ * JSON and `-` for people; so are the cliff figures (plain_*, cliff_*, and
+ * the odd part's parameters) of a scenario that has no odd part. The
+ * baseline_* keys are the first algorithm's; every algorithm has its own
+ * algo_NAME_* keys on every line, whether it ran or not.
  */
 #include "report.h"
 
@@ -31,23 +33,46 @@ static double mib(double bytes)
   return bytes / (1024.0 * 1024.0);
 }
 
+/* The first algorithm's figures ("the baseline"), or NULL when none ran. */
+static const algo_result *baseline_of(const scenario_result *s)
+{
+  return s->algo_count > 0 && s->algos[0].ran ? &s->algos[0] : NULL;
+}
+
 /* The baseline's median over the run's: how many times faster the engine
    is. NAN when there is no baseline. */
 static double baseline_speedup(const scenario_result *s, const run_result *r)
 {
-  if (!s->base.ran || !(r->tick_ms_median > 0))
+  const algo_result *base = baseline_of(s);
+  if (base == NULL || !(r->tick_ms_median > 0))
     return NAN;
-  return s->base.tick_ms_median / r->tick_ms_median;
+  return base->tick_ms_median / r->tick_ms_median;
 }
 
-/* The baseline's median tick with the odd part over its median without:
-   what the odd part costs a nine-grid. NAN without both. */
+/* An algorithm's median tick with the odd part over its median without:
+   what the odd part costs it. NAN without both. */
+static double cliff_ratio_of(const algo_result *with,
+                             const algo_result *without)
+{
+  if (!with->ran || !without->ran || !(without->tick_ms_median > 0))
+    return NAN;
+  return with->tick_ms_median / without->tick_ms_median;
+}
+
 static double baseline_cliff_ratio(const scenario_result *s)
 {
-  if (!s->base.ran || !s->plain_base.ran ||
-      !(s->plain_base.tick_ms_median > 0))
+  if (s->algo_count == 0)
     return NAN;
-  return s->base.tick_ms_median / s->plain_base.tick_ms_median;
+  return cliff_ratio_of(&s->algos[0], &s->plain_algos[0]);
+}
+
+/* Whether every algorithm that ran has this checksum. */
+static int algos_agree(const scenario_result *s, uint64_t checksum)
+{
+  for (size_t k = 0; k < s->algo_count; k++)
+    if (s->algos[k].ran && s->algos[k].checksum != checksum)
+      return 0;
+  return 1;
 }
 
 /* ---- for people --------------------------------------------------------- */
@@ -109,11 +134,13 @@ static void print_run(const bench_options *o, const scenario_result *s,
          r->drain_allocs_per_tick, o->ticks - o->ticks / 2);
   double vs = baseline_speedup(s, r);
   if (isfinite(vs))
-    printf("    baseline    %.2fx  (baseline median tick / this one)\n", vs);
+    printf("    baseline    %.2fx  (%s median tick / this one)\n", vs,
+           s->algos[0].cls->name);
   printf("    checksum    %016" PRIx64, r->checksum);
-  if (s->base.ran)
-    printf("  (%s the baseline's%s)",
-           r->checksum == s->base.checksum ? "equals" : "DIFFERS FROM",
+  if (baseline_of(s) != NULL)
+    printf("  (%s %s%s)",
+           algos_agree(s, r->checksum) ? "equals" : "DIFFERS FROM",
+           s->algo_count > 1 ? "every algorithm's" : "the baseline's",
            r->verified ? ", every event verified" : "");
   printf("\n");
   if (r->shards <= 1)
@@ -156,7 +183,7 @@ void report_human(const bench_options *o, const scenario_result *s)
   printf("%s: %s\n", s->sc->name, s->sc->summary);
   printf("  crowd       %" PRIu32 " entities (players %.0f%%), radius %g,"
          " ~%g neighbours, side %.1f, step %g\n",
-         o->entities, 100 * o->players, o->radius, o->neighbours, s->side,
+         o->entities, 100 * o->players, s->radius, s->neighbours, s->side,
          s->step);
   printf("  views       %s", shape_name(o->shape));
   if (o->shape == AOI_SHAPE_CELLS)
@@ -189,18 +216,26 @@ void report_human(const bench_options *o, const scenario_result *s)
   default:
     break;
   }
-  if (s->base.ran)
-    printf("  baseline    nine-grid, one thread: tick median %.3f ms, p99"
-           " %.3f ms; %.0f events/tick; heap peak %.0f B/entity\n",
-           s->base.tick_ms_median, s->base.tick_ms_p99,
-           s->base.events_per_tick,
-           (double)s->base.peak_bytes / o->entities);
-  if (s->base.ran && s->plain_base.ran)
-    printf("              plain crowd: tick median %.3f ms; %.0f events/tick;"
-           " cliff %.2fx (what the odd part costs a nine-grid)\n",
-           s->plain_base.tick_ms_median, s->plain_base.events_per_tick,
-           baseline_cliff_ratio(s));
-  if (!s->base.ran)
+  for (size_t k = 0; k < s->algo_count; k++) {
+    const algo_result *a = &s->algos[k], *plain = &s->plain_algos[k];
+    if (!a->ran)
+      continue;
+    printf("  %-11s %s, one thread: frame median %.3f ms (submit %.3f +"
+           " tick %.3f; tick p99 %.3f); %.0f events/tick; heap peak %.0f"
+           " B/entity\n",
+           k == 0 ? "baseline" : "", a->cls->name, a->frame_ms_median,
+           a->submit_ms_median, a->tick_ms_median, a->tick_ms_p99,
+           a->events_per_tick, (double)a->peak_bytes / o->entities);
+    if (plain->ran)
+      printf("              plain crowd: tick median %.3f ms; %.0f"
+             " events/tick; cliff %.2fx (what the odd part costs it)\n",
+             plain->tick_ms_median, plain->events_per_tick,
+             cliff_ratio_of(a, plain));
+  }
+  for (size_t k = 0; k < s->algo_count; k++)
+    if (s->algos[k].ran && s->algos[k].cls == &algo_tower)
+      printf("              (towers of side %g)\n", s->tower_side);
+  if (baseline_of(s) == NULL)
     printf("  baseline    - (--no-baseline)\n");
   for (size_t k = 0; k < s->run_count; k++)
     print_run(o, s, &s->runs[k]);
@@ -255,6 +290,44 @@ static void json_null(json_line *j, const char *key)
   printf("null");
 }
 
+static const char *algo_key(char *key, size_t size, const algo_class *cls,
+                            const char *what)
+{
+  snprintf(key, size, "algo_%s_%s", cls->name, what);
+  return key;
+}
+
+/* algo_NAME_*: one algorithm's figures, null when it did not run. */
+static void json_algo(json_line *j, const bench_options *o,
+                      const scenario_result *s, const run_result *r,
+                      const algo_class *cls)
+{
+  static const char *const keys[] = {
+      "tick_ms_median", "submit_ms_median", "frame_ms_median",
+      "events_per_tick", "bytes_per_entity", "checksum_match"};
+  const algo_result *a = NULL;
+  for (size_t k = 0; k < s->algo_count; k++)
+    if (s->algos[k].cls == cls && s->algos[k].ran)
+      a = &s->algos[k];
+  char key[64];
+  if (a == NULL) {
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+      json_null(j, algo_key(key, sizeof(key), cls, keys[k]));
+    return;
+  }
+  json_number(j, algo_key(key, sizeof(key), cls, keys[0]), a->tick_ms_median);
+  json_number(j, algo_key(key, sizeof(key), cls, keys[1]),
+              a->submit_ms_median);
+  json_number(j, algo_key(key, sizeof(key), cls, keys[2]),
+              a->frame_ms_median);
+  json_number(j, algo_key(key, sizeof(key), cls, keys[3]),
+              a->events_per_tick);
+  json_number(j, algo_key(key, sizeof(key), cls, keys[4]),
+              (double)a->peak_bytes / o->entities);
+  json_bool(j, algo_key(key, sizeof(key), cls, keys[5]),
+            r->checksum == a->checksum);
+}
+
 static void json_run(const bench_options *o, const scenario_result *s,
                      const run_result *r)
 {
@@ -264,8 +337,8 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_string(&j, "scenario", s->sc->name);
   json_uint(&j, "entities", o->entities);
   json_number(&j, "players", o->players);
-  json_number(&j, "radius", o->radius);
-  json_number(&j, "neighbours", o->neighbours);
+  json_number(&j, "radius", s->radius);
+  json_number(&j, "neighbours", s->neighbours);
   json_number(&j, "side", s->side);
   json_number(&j, "step", s->step);
   json_string(&j, "shape", shape_name(o->shape));
@@ -318,21 +391,26 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "efficiency", r->efficiency);
   snprintf(hex, sizeof(hex), "%016" PRIx64, r->checksum);
   json_string(&j, "checksum", hex);
-  if (s->base.ran) {
-    json_number(&j, "baseline_tick_ms_median", s->base.tick_ms_median);
-    json_number(&j, "baseline_tick_ms_p99", s->base.tick_ms_p99);
+  const algo_result *base = baseline_of(s);
+  if (base != NULL) {
+    json_string(&j, "baseline", base->cls->name);
+    json_number(&j, "baseline_tick_ms_median", base->tick_ms_median);
+    json_number(&j, "baseline_tick_ms_p99", base->tick_ms_p99);
     json_number(&j, "baseline_speedup", baseline_speedup(s, r));
     json_number(&j, "baseline_bytes_per_entity",
-                (double)s->base.peak_bytes / o->entities);
-    json_bool(&j, "baseline_checksum_match",
-              r->checksum == s->base.checksum);
+                (double)base->peak_bytes / o->entities);
+    json_bool(&j, "baseline_checksum_match", r->checksum == base->checksum);
   } else {
+    json_null(&j, "baseline");
     json_null(&j, "baseline_tick_ms_median");
     json_null(&j, "baseline_tick_ms_p99");
     json_null(&j, "baseline_speedup");
     json_null(&j, "baseline_bytes_per_entity");
     json_null(&j, "baseline_checksum_match");
   }
+  for (size_t c = 0; c < ALGO_COUNT; c++)
+    json_algo(&j, o, s, r, algo_classes[c]);
+  json_number(&j, "tower_side", s->tower_side);
   json_bool(&j, "verified", r->verified);
   json_number(&j, "max_radius", s->max_radius);
   if (r->has_plain) {

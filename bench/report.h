@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo.h"
 #include "aoi.h"
 #include "scenario.h"
 
@@ -27,7 +28,13 @@ typedef struct bench_options {
   int moves;
   aoi_shape shape;
   double cell_size;
-  int json, verify, baseline;
+  int json, verify;
+  /* --baseline: the algorithms run beside the engine, the first one the
+     "baseline" of the JSON's baseline_* keys; none with --no-baseline */
+  const algo_class *algos[ALGO_COUNT];
+  size_t algo_count;
+  double tower_side; /* --tower-side; 0: the crowd's radius */
+  int force_brute;   /* --force-brute */
   double max_radius; /* --max-radius, when max_radius_given */
   int max_radius_given;
   float outlier_x, outlier_y; /* outlier: --outlier-at */
@@ -35,14 +42,17 @@ typedef struct bench_options {
   unsigned flood; /* flood: --flood */
 } bench_options;
 
-/* The baseline's figures for one scenario. */
-typedef struct baseline_result {
+/* One algorithm's figures for one scenario (all medians over the measured
+   ticks). Its submit is where an incremental algorithm does much of its
+   work, so frame = submit + tick, tick by tick, is what compares. */
+typedef struct algo_result {
+  const algo_class *cls;
   int ran;
-  double tick_ms_median, tick_ms_p99, submit_ms_median;
+  double tick_ms_median, tick_ms_p99, submit_ms_median, frame_ms_median;
   double events_per_tick;
   size_t peak_bytes;
   uint64_t checksum;
-} baseline_result;
+} algo_result;
 
 /* One shard after the last tick, and its mean compute time a tick. */
 typedef struct shard_result {
@@ -83,11 +93,14 @@ typedef struct run_result {
 
 typedef struct scenario_result {
   const scenario *sc;
+  double radius, neighbours; /* the crowd's: the flags', times sparse's */
   double side, step;
   float max_radius; /* the world's, as configured */
   float mix_radius; /* mixed-radius: the long-sighted watchers' radius */
-  baseline_result base;
-  baseline_result plain_base; /* cliff scenarios: the plain crowd's */
+  double tower_side; /* the tower's, as asked (it may widen: too many) */
+  algo_result algos[ALGO_COUNT]; /* o->algos, in order */
+  algo_result plain_algos[ALGO_COUNT]; /* cliff scenarios: the plain crowd's */
+  size_t algo_count;
   run_result *runs; /* one per --threads entry */
   size_t run_count;
 } scenario_result;

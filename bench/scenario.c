@@ -12,7 +12,10 @@
  * The sizes below (how many attractors, towns and armies, how big) are
  * fractions of the world's side, so a scenario looks the same at any scale:
  * only its density relative to `uniform` (about --neighbours per view)
- * changes where the scenario says so.
+ * changes where the scenario says so. `sparse` changes the radius and the
+ * density themselves (its factors in the table), and aoi-bench sizes its
+ * world from them: a uniform walk, each entity seeing ten times as far on
+ * a map so much wider that about one other is in view.
  *
  * The cliff scenarios are the uniform crowd plus an odd part, which draws
  * from a second PRNG (seeded from the same seed), so that the crowd without
@@ -47,6 +50,13 @@
    (4 to 64); residents stay in their town, travellers walk the roads. */
 #define CLUSTERS_COVER 0.25
 #define CLUSTERS_RESIDENTS 0.7
+
+/* Sparse: the uniform walk, but each entity sees SPARSE_RADIUS times as
+   far, and the map is so much wider that it has SPARSE_NEIGHBOURS times as
+   many in view: a few entities, far apart, on a large map (aoi-bench sizes
+   the world from these). */
+#define SPARSE_RADIUS 10.0
+#define SPARSE_NEIGHBOURS (1.0 / 32)
 
 /* March: eight armies, four marching along x and four along y, each a
    column half the map long and an eighth of it wide. */
@@ -192,7 +202,7 @@ static void emit_move(crowd *c, uint32_t i)
   push_op(c, BENCH_OP_MOVE, i);
 }
 
-/* ---- uniform, idle, teleport -------------------------------------------- */
+/* ---- uniform, idle, teleport, sparse ------------------------------------ */
 
 static void place_uniform(crowd *c)
 {
@@ -573,28 +583,34 @@ typedef struct scenario_impl {
 
 const scenario bench_scenarios[] = {
     {"uniform", "random walk: every entity walks every tick",
-     BENCH_ODD_NONE},
-    {"hotspot", "the crowd converges on three attractors", BENCH_ODD_NONE},
+     BENCH_ODD_NONE, 1, 1},
+    {"hotspot", "the crowd converges on three attractors", BENCH_ODD_NONE, 1,
+     1},
     {"clusters", "dense towns, and travellers on the roads between them",
-     BENCH_ODD_NONE},
-    {"march", "eight armies march across the map and back", BENCH_ODD_NONE},
+     BENCH_ODD_NONE, 1, 1},
+    {"march", "eight armies march across the map and back", BENCH_ODD_NONE,
+     1, 1},
     {"teleport", "random walk, and 1% of the crowd teleports every tick",
-     BENCH_ODD_NONE},
+     BENCH_ODD_NONE, 1, 1},
     {"churn",
      "random walk, 0.5% logouts, 0.5% logins, 0.5% respawns a tick",
-     BENCH_ODD_NONE},
+     BENCH_ODD_NONE, 1, 1},
     {"idle", "a random 5% of the crowd walks each tick, the rest stands",
-     BENCH_ODD_NONE},
+     BENCH_ODD_NONE, 1, 1},
+    {"sparse",
+     "random walk of a thin crowd: radius 10 x --radius, about 1/32 of"
+     " --neighbours in view",
+     BENCH_ODD_NONE, SPARSE_RADIUS, SPARSE_NEIGHBOURS},
     {"outlier", "uniform, and one marker far away (--outlier-at)",
-     BENCH_ODD_OUTLIER},
+     BENCH_ODD_OUTLIER, 1, 1},
     {"spectator",
      "uniform, and one watcher of radius max_radius at the centre",
-     BENCH_ODD_SPECTATOR},
+     BENCH_ODD_SPECTATOR, 1, 1},
     {"mixed-radius", "uniform, and a share of the watchers sees farther"
                      " (--mix)",
-     BENCH_ODD_MIXED},
+     BENCH_ODD_MIXED, 1, 1},
     {"flood", "uniform, but --flood moves per entity a tick, and 1% respawns",
-     BENCH_ODD_FLOOD},
+     BENCH_ODD_FLOOD, 1, 1},
 };
 const size_t bench_scenario_count =
     sizeof(bench_scenarios) / sizeof(bench_scenarios[0]);
@@ -608,6 +624,7 @@ static const scenario_impl impls[] = {
     {place_uniform, step_teleport, NULL},
     {place_uniform, step_churn, NULL},
     {place_uniform, step_idle, NULL},
+    {place_uniform, step_uniform, NULL},
     {place_uniform, step_uniform, start_outlier},
     {place_uniform, step_uniform, start_spectator},
     {place_mixed, step_uniform, NULL},

@@ -51,6 +51,10 @@ typedef struct scenario {
   const char *name;
   const char *summary;
   scenario_odd odd; /* not NONE: aoi-bench times it with and without */
+  /* The crowd's view radius is --radius times radius_factor, and each
+     entity sees about --neighbours times neighbours_factor others (1 and 1
+     but for sparse). */
+  double radius_factor, neighbours_factor;
 } scenario;
 
 /* The scenarios, in the order `all` runs them. */

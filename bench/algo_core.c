@@ -1,0 +1,714 @@
+/*
+ * algo_core.c: the part the four AOI algorithms share (algo_core.h): the
+ * counted memory, the id map, the entity slots, the spec's visibility
+ * test, the diff of a view into events, the outboxes, and the watchers an
+ * incremental algorithm must look at; and algo.h's class table.
+ *
+ * The diff walks a watcher's old view (sorted by id) beside what it is
+ * given, so each of the three groups of events comes out in id order, and
+ * writes them to the watcher's outbox in the order leave, enter, move. An
+ * old entry whose entity is gone, or whose id now names another entity (its
+ * serial differs), is a `leave`; a marker is kept while it passes at radius
+ * + hysteresis and enters only at the radius itself; a kept one is a `move`
+ * when its position differs, as floats, from its position at the last tick.
+ */
+#include "algo_core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* ---- memory, counted ---------------------------------------------------- */
+
+void *algo_resize(algo *a, void *p, size_t old_bytes, size_t new_bytes)
+{
+  void *q = bench_realloc(p, new_bytes, 1);
+  a->bytes = a->bytes - old_bytes + new_bytes;
+  if (a->bytes > a->peak_bytes)
+    a->peak_bytes = a->bytes;
+  return q;
+}
+
+void algo_release(algo *a, void *p, size_t bytes)
+{
+  free(p);
+  a->bytes -= bytes;
+}
+
+void *algo_grow(algo *a, void *p, size_t *capacity, size_t need, size_t size)
+{
+  size_t cap = *capacity ? *capacity : 16;
+  while (cap < need)
+    cap *= 2;
+  p = algo_resize(a, p, *capacity * size, cap * size);
+  *capacity = cap;
+  return p;
+}
+
+void *algo_grow32(algo *a, void *p, uint32_t *capacity, uint32_t need,
+                  size_t size)
+{
+  size_t cap = *capacity;
+  p = algo_grow(a, p, &cap, need, size);
+  if (cap > UINT32_MAX)
+    bench_die("a list of more than 2^32 entries");
+  *capacity = (uint32_t)cap;
+  return p;
+}
+
+/* ---- id map ------------------------------------------------------------- */
+
+static size_t map_home(const algo *a, uint64_t id)
+{
+  uint64_t z = id * UINT64_C(0x9e3779b97f4a7c15);
+  z = (z ^ (z >> 29)) * UINT64_C(0xbf58476d1ce4e5b9);
+  return (size_t)(z ^ (z >> 32)) & (a->map_capacity - 1);
+}
+
+uint32_t algo_find_slot(const algo *a, uint64_t id)
+{
+  for (size_t i = map_home(a, id);; i = (i + 1) & (a->map_capacity - 1)) {
+    if (a->map_slots[i] == ALGO_NO_SLOT)
+      return ALGO_NO_SLOT;
+    if (a->map_ids[i] == id)
+      return a->map_slots[i];
+  }
+}
+
+static void map_put(algo *a, uint64_t id, uint32_t slot)
+{
+  size_t i = map_home(a, id);
+  while (a->map_slots[i] != ALGO_NO_SLOT)
+    i = (i + 1) & (a->map_capacity - 1);
+  a->map_ids[i] = id;
+  a->map_slots[i] = slot;
+  a->map_count++;
+}
+
+static void map_rehash(algo *a, size_t capacity)
+{
+  uint64_t *ids = a->map_ids;
+  uint32_t *slots = a->map_slots;
+  size_t old = a->map_capacity;
+  a->map_ids = algo_resize(a, NULL, 0, capacity * sizeof(*ids));
+  a->map_slots = algo_resize(a, NULL, 0, capacity * sizeof(*slots));
+  memset(a->map_slots, 0xff, capacity * sizeof(*slots));
+  a->map_capacity = capacity;
+  a->map_count = 0;
+  for (size_t i = 0; i < old; i++)
+    if (slots[i] != ALGO_NO_SLOT)
+      map_put(a, ids[i], slots[i]);
+  algo_release(a, ids, old * sizeof(*ids));
+  algo_release(a, slots, old * sizeof(*slots));
+}
+
+/* Removes a present id, shifting back the entries after it (no
+   tombstones). */
+static void map_erase(algo *a, uint64_t id)
+{
+  size_t mask = a->map_capacity - 1, i = map_home(a, id);
+  while (a->map_ids[i] != id || a->map_slots[i] == ALGO_NO_SLOT)
+    i = (i + 1) & mask;
+  for (size_t j = (i + 1) & mask; a->map_slots[j] != ALGO_NO_SLOT;
+       j = (j + 1) & mask) {
+    size_t home = map_home(a, a->map_ids[j]);
+    /* j's entry may fill the hole at i when its home is not in (i, j]. */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      a->map_ids[i] = a->map_ids[j];
+      a->map_slots[i] = a->map_slots[j];
+      i = j;
+    }
+  }
+  a->map_slots[i] = ALGO_NO_SLOT;
+  a->map_count--;
+}
+
+/* ---- lifecycle and entities --------------------------------------------- */
+
+void *algo_new(const algo_class *cls, const aoi_config *config, size_t size)
+{
+  algo *a = bench_calloc(1, size);
+  a->cls = cls;
+  a->bytes = a->peak_bytes = size;
+  a->hysteresis = config->hysteresis;
+  a->move_events = config->move_events != 0;
+  a->shape = config->shape;
+  a->cell_size = config->cell_size;
+  a->next_serial = 1;
+  map_rehash(a, 1024);
+  return a;
+}
+
+void algo_delete(algo *a)
+{
+  for (size_t s = 0; s < a->entity_count; s++)
+    free(a->entities[s].view);
+  free(a->entities);
+  free(a->free_slots);
+  free(a->moved);
+  free(a->map_ids);
+  free(a->map_slots);
+  free(a->candidates);
+  free(a->fresh);
+  free(a->leaves);
+  free(a->enters);
+  free(a->moves);
+  free(a->events);
+  free(a->outboxes);
+  free(a->pending);
+  free(a);
+}
+
+static void mark_moved(algo *a, uint32_t slot)
+{
+  algo_entity *e = &a->entities[slot];
+  if (e->moved)
+    return;
+  e->moved = 1;
+  ALGO_RESERVE(a, a->moved, a->moved_capacity, a->moved_count + 1);
+  a->moved[a->moved_count++] = slot;
+}
+
+uint32_t algo_new_entity(algo *a, uint64_t id, float x, float y, float radius,
+                         unsigned flags, uint32_t layers, uint32_t interest)
+{
+  uint32_t slot;
+  if (a->free_count > 0) {
+    slot = a->free_slots[--a->free_count];
+  } else {
+    ALGO_RESERVE(a, a->entities, a->entity_capacity, a->entity_count + 1);
+    slot = (uint32_t)a->entity_count++;
+    memset(&a->entities[slot], 0, sizeof(algo_entity));
+  }
+  algo_entity *e = &a->entities[slot];
+  e->id = id;
+  e->x = e->tick_x = x;
+  e->y = e->tick_y = y;
+  e->radius = radius;
+  e->serial = a->next_serial++;
+  e->flags = flags;
+  e->layers = layers;
+  e->interest = interest;
+  e->view_count = 0; /* a new watcher starts with an empty view */
+  if (2 * (a->map_count + 1) > a->map_capacity)
+    map_rehash(a, 2 * a->map_capacity);
+  map_put(a, id, slot);
+  return slot;
+}
+
+void algo_set_position(algo *a, uint32_t slot, float x, float y)
+{
+  a->entities[slot].x = x;
+  a->entities[slot].y = y;
+  mark_moved(a, slot);
+}
+
+void algo_free_entity(algo *a, uint32_t slot)
+{
+  algo_entity *e = &a->entities[slot];
+  map_erase(a, e->id);
+  e->serial = 0; /* its watchers' entries no longer match: `leave` */
+  e->flags = 0;
+  e->view_count = 0;
+  ALGO_RESERVE(a, a->free_slots, a->free_capacity, a->free_count + 1);
+  a->free_slots[a->free_count++] = slot;
+}
+
+int algo_plain_add(algo *a, uint64_t id, float x, float y, float radius,
+                   unsigned flags, uint32_t layers, uint32_t interest)
+{
+  if (algo_find_slot(a, id) != ALGO_NO_SLOT)
+    return AOI_EEXIST;
+  algo_new_entity(a, id, x, y, radius, flags, layers, interest);
+  return 0;
+}
+
+int algo_plain_move(algo *a, uint64_t id, float x, float y)
+{
+  uint32_t slot = algo_find_slot(a, id);
+  if (slot == ALGO_NO_SLOT)
+    return AOI_ENOENT;
+  algo_set_position(a, slot, x, y);
+  return 0;
+}
+
+int algo_plain_remove(algo *a, uint64_t id)
+{
+  uint32_t slot = algo_find_slot(a, id);
+  if (slot == ALGO_NO_SLOT)
+    return AOI_ENOENT;
+  algo_free_entity(a, slot);
+  return 0;
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+int algo_within(const algo *a, float ax, float ay, float bx, float by,
+                double reach)
+{
+  double dx = (double)ax - (double)bx, dy = (double)ay - (double)by;
+  switch (a->shape) {
+  case AOI_SHAPE_SQUARE:
+    return fabs(dx) <= reach && fabs(dy) <= reach;
+  case AOI_SHAPE_CELLS: {
+    double c = a->cell_size, k = ceil(reach / c);
+    double dcx = floor((double)ax / c) - floor((double)bx / c);
+    double dcy = floor((double)ay / c) - floor((double)by / c);
+    return fabs(dcx) <= k && fabs(dcy) <= k;
+  }
+  case AOI_SHAPE_CIRCLE:
+  default:
+    return dx * dx + dy * dy <= reach * reach;
+  }
+}
+
+void algo_bounds(const aoi_config *config, algo_box *box)
+{
+  box->x0 = config->min_x;
+  box->x1 = config->max_x;
+  box->y0 = config->min_y;
+  box->y1 = config->max_y;
+  if (!(box->x0 < box->x1)) {
+    box->x0 = 0;
+    box->x1 = 1000;
+  }
+  if (!(box->y0 < box->y1)) {
+    box->y0 = 0;
+    box->y1 = 1000;
+  }
+}
+
+/* Moves a bound outward by far more than any rounding of the test. */
+static double widen(double v, double scale, double sign)
+{
+  return v + sign * (fabs(v) + scale) * 1e-9;
+}
+
+void algo_reach_box(const algo *a, float x, float y, double reach,
+                    algo_box *box)
+{
+  double ax = x, ay = y, scale = reach;
+  if (a->shape == AOI_SHAPE_CELLS) {
+    /* floor(b / C) within k of floor(a / C): b in [(fa - k) C,
+       (fa + k + 1) C). */
+    double c = a->cell_size, k = ceil(reach / c);
+    double fx = floor(ax / c), fy = floor(ay / c);
+    box->x0 = (fx - k) * c;
+    box->x1 = (fx + k + 1) * c;
+    box->y0 = (fy - k) * c;
+    box->y1 = (fy + k + 1) * c;
+    scale = (k + 1) * c;
+  } else {
+    box->x0 = ax - reach;
+    box->x1 = ax + reach;
+    box->y0 = ay - reach;
+    box->y1 = ay + reach;
+  }
+  box->x0 = widen(box->x0, scale, -1);
+  box->y0 = widen(box->y0, scale, -1);
+  box->x1 = widen(box->x1, scale, 1);
+  box->y1 = widen(box->y1, scale, 1);
+}
+
+/* ---- sorting ------------------------------------------------------------ */
+
+static void swap_candidates(algo_candidate *c, size_t i, size_t j)
+{
+  algo_candidate t = c[i];
+  c[i] = c[j];
+  c[j] = t;
+}
+
+/* Quicksort by id, insertion sort for the short runs. */
+void algo_sort_candidates(algo_candidate *c, size_t n)
+{
+  while (n > 16) {
+    /* Median of three to the front, then Hoare partition. */
+    size_t mid = n / 2;
+    if (c[mid].id < c[0].id)
+      swap_candidates(c, 0, mid);
+    if (c[n - 1].id < c[0].id)
+      swap_candidates(c, 0, n - 1);
+    if (c[n - 1].id < c[mid].id)
+      swap_candidates(c, mid, n - 1);
+    uint64_t pivot = c[mid].id;
+    size_t i = 0, j = n - 1;
+    for (;;) {
+      while (c[i].id < pivot)
+        i++;
+      while (c[j].id > pivot)
+        j--;
+      if (i >= j)
+        break;
+      swap_candidates(c, i, j);
+      i++;
+      j--;
+    }
+    /* [0, j] <= pivot <= [j + 1, n): recurse on the smaller side. */
+    size_t left = j + 1;
+    if (left < n - left) {
+      algo_sort_candidates(c, left);
+      c += left;
+      n -= left;
+    } else {
+      algo_sort_candidates(c + left, n - left);
+      n = left;
+    }
+  }
+  for (size_t i = 1; i < n; i++) {
+    algo_candidate v = c[i];
+    size_t j = i;
+    for (; j > 0 && c[j - 1].id > v.id; j--)
+      c[j] = c[j - 1];
+    c[j] = v;
+  }
+}
+
+/* ---- the tick ----------------------------------------------------------- */
+
+/* This watcher's events so far, by kind. */
+typedef struct event_counts {
+  size_t leaves, enters, moves, kept;
+} event_counts;
+
+static void push_event(algo *a, aoi_event **list, size_t *capacity,
+                       size_t *count, uint64_t id, aoi_event_kind kind,
+                       float x, float y)
+{
+  if (*count == *capacity)
+    *list = algo_grow(a, *list, capacity, *count + 1, sizeof(**list));
+  aoi_event *e = &(*list)[(*count)++];
+  e->id = id;
+  e->x = x;
+  e->y = y;
+  e->kind = kind;
+  e->tick = a->tick;
+}
+
+static void push_leave(algo *a, event_counts *n, uint64_t id)
+{
+  push_event(a, &a->leaves, &a->leave_capacity, &n->leaves, id, AOI_LEAVE, 0,
+             0);
+}
+
+/* Keeps marker m (slot) in the view being built; tells its move. */
+static void keep(algo *a, event_counts *n, uint32_t slot)
+{
+  const algo_entity *m = &a->entities[slot];
+  if (a->move_events && (m->x != m->tick_x || m->y != m->tick_y))
+    push_event(a, &a->moves, &a->move_capacity, &n->moves, m->id, AOI_MOVE,
+               m->x, m->y);
+  algo_view_entry *v = &a->fresh[n->kept++];
+  v->id = m->id;
+  v->serial = m->serial;
+  v->slot = slot;
+}
+
+static void enter(algo *a, event_counts *n, uint32_t slot)
+{
+  const algo_entity *m = &a->entities[slot];
+  push_event(a, &a->enters, &a->enter_capacity, &n->enters, m->id, AOI_ENTER,
+             m->x, m->y);
+  algo_view_entry *v = &a->fresh[n->kept++];
+  v->id = m->id;
+  v->serial = m->serial;
+  v->slot = slot;
+}
+
+/* memcpy for arrays that may be empty, and then NULL. */
+static void copy_n(void *to, const void *from, size_t bytes)
+{
+  if (bytes != 0)
+    memcpy(to, from, bytes);
+}
+
+/* The new view into place, and the events into the watcher's outbox. */
+static void finish_watcher(algo *a, algo_entity *w, const event_counts *n)
+{
+  ALGO_RESERVE(a, w->view, w->view_capacity, n->kept);
+  copy_n(w->view, a->fresh, n->kept * sizeof(*w->view));
+  w->view_count = n->kept;
+
+  size_t total = n->leaves + n->enters + n->moves;
+  if (total == 0)
+    return;
+  ALGO_RESERVE(a, a->outboxes, a->outbox_capacity, a->outbox_count + 1);
+  algo_outbox *o = &a->outboxes[a->outbox_count++];
+  o->watcher = w->id;
+  o->start = a->event_count;
+  o->count = total;
+  ALGO_RESERVE(a, a->events, a->event_capacity, a->event_count + total);
+  aoi_event *out = a->events + a->event_count;
+  copy_n(out, a->leaves, n->leaves * sizeof(*out));
+  copy_n(out + n->leaves, a->enters, n->enters * sizeof(*out));
+  copy_n(out + n->leaves + n->enters, a->moves, n->moves * sizeof(*out));
+  a->event_count += total;
+}
+
+void algo_begin_tick(algo *a)
+{
+  a->tick++;
+  a->event_count = 0;
+  a->outbox_count = 0;
+}
+
+void algo_diff_full(algo *a, uint32_t slot, size_t n)
+{
+  algo_entity *w = &a->entities[slot];
+  double reach = (double)w->radius;
+  int sticky = algo_keep_reach(a, w) != reach;
+  ALGO_RESERVE(a, a->fresh, a->fresh_capacity, n);
+  event_counts counts = {0, 0, 0, 0};
+  const algo_view_entry *old = w->view;
+  size_t i = 0, old_count = w->view_count, j = 0;
+  while (i < old_count || j < n) {
+    if (j == n || (i < old_count && old[i].id < a->candidates[j].id)) {
+      push_leave(a, &counts, old[i++].id);
+      continue;
+    }
+    uint32_t m = a->candidates[j++].slot;
+    const algo_entity *e = &a->entities[m];
+    int was = 0;
+    if (i < old_count && old[i].id == e->id) {
+      was = old[i].serial == e->serial;
+      if (!was) /* the same id, a new entity: a respawn */
+        push_leave(a, &counts, old[i].id);
+      i++;
+    }
+    if (was)
+      keep(a, &counts, m);
+    else if (!sticky || algo_within(a, w->x, w->y, e->x, e->y, reach))
+      enter(a, &counts, m);
+  }
+  finish_watcher(a, w, &counts);
+}
+
+/* The live marker a note names now, other than the watcher itself, or
+   ALGO_NO_SLOT. */
+static uint32_t resolve(const algo *a, const algo_candidate *note,
+                        uint32_t watcher)
+{
+  uint32_t m = note->slot;
+  const algo_entity *e = &a->entities[m];
+  if (e->serial == 0 || e->id != note->id)
+    m = algo_find_slot(a, note->id);
+  if (m == ALGO_NO_SLOT || m == watcher ||
+      !algo_is_live(&a->entities[m], AOI_MARKER))
+    return ALGO_NO_SLOT;
+  return m;
+}
+
+void algo_diff_notes(algo *a, uint32_t slot, const algo_candidate *notes,
+                     size_t n)
+{
+  algo_entity *w = &a->entities[slot];
+  double reach = (double)w->radius, kept_reach = algo_keep_reach(a, w);
+  ALGO_RESERVE(a, a->fresh, a->fresh_capacity, w->view_count + n);
+  event_counts counts = {0, 0, 0, 0};
+  const algo_view_entry *old = w->view;
+  size_t i = 0, old_count = w->view_count, j = 0;
+  while (i < old_count || j < n) {
+    if (j == n || (i < old_count && old[i].id < notes[j].id)) {
+      a->fresh[counts.kept++] = old[i++]; /* nothing changed for it */
+      continue;
+    }
+    const algo_candidate *note = &notes[j++];
+    while (j < n && notes[j].id == note->id)
+      j++;
+    uint32_t m = resolve(a, note, slot);
+    const algo_entity *e = m == ALGO_NO_SLOT ? NULL : &a->entities[m];
+    int match = e != NULL && (w->interest & e->layers) != 0;
+    if (i < old_count && old[i].id == note->id) {
+      const algo_view_entry *held = &old[i++];
+      if (e != NULL && held->serial == e->serial) {
+        if (match && algo_within(a, w->x, w->y, e->x, e->y, kept_reach))
+          keep(a, &counts, m);
+        else
+          push_leave(a, &counts, held->id);
+        continue;
+      }
+      push_leave(a, &counts, held->id); /* gone, or a respawn */
+    }
+    if (match && algo_within(a, w->x, w->y, e->x, e->y, reach))
+      enter(a, &counts, m);
+  }
+  finish_watcher(a, w, &counts);
+}
+
+static int compare_outbox(const void *pa, const void *pb)
+{
+  uint64_t a = ((const algo_outbox *)pa)->watcher;
+  uint64_t b = ((const algo_outbox *)pb)->watcher;
+  return (a > b) - (a < b);
+}
+
+void algo_end_tick(algo *a)
+{
+  for (size_t k = 0; k < a->moved_count; k++) {
+    algo_entity *e = &a->entities[a->moved[k]];
+    e->tick_x = e->x;
+    e->tick_y = e->y;
+    e->moved = 0;
+  }
+  a->moved_count = 0;
+  int sorted = 1;
+  for (size_t k = 1; k < a->outbox_count && sorted; k++)
+    sorted = a->outboxes[k - 1].watcher < a->outboxes[k].watcher;
+  if (!sorted)
+    qsort(a->outboxes, a->outbox_count, sizeof(*a->outboxes),
+          compare_outbox);
+  ALGO_RESERVE(a, a->pending, a->pending_capacity, a->outbox_count);
+  for (size_t k = 0; k < a->outbox_count; k++)
+    a->pending[k] = a->outboxes[k].watcher;
+}
+
+/* ---- watchers to look at ------------------------------------------------ */
+
+void algo_dirty_reserve(algo *a, algo_dirty *d)
+{
+  size_t old = d->watch_capacity;
+  if (a->entity_capacity <= old)
+    return;
+  d->watch = algo_resize(a, d->watch, old * sizeof(*d->watch),
+                         a->entity_capacity * sizeof(*d->watch));
+  memset(d->watch + old, 0, (a->entity_capacity - old) * sizeof(*d->watch));
+  d->watch_capacity = a->entity_capacity;
+}
+
+void algo_dirty_free(algo_dirty *d)
+{
+  for (size_t s = 0; s < d->watch_capacity; s++)
+    free(d->watch[s].notes);
+  free(d->watch);
+  free(d->list);
+}
+
+static void list_watcher(algo *a, algo_dirty *d, uint32_t w)
+{
+  if (d->watch[w].listed)
+    return;
+  d->watch[w].listed = 1;
+  ALGO_RESERVE(a, d->list, d->list_capacity, d->list_count + 1);
+  d->list[d->list_count++] = w;
+}
+
+void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
+                     uint32_t slot)
+{
+  algo_watch *x = &d->watch[w];
+  if (x->whole)
+    return;
+  ALGO_RESERVE32(a, x->notes, x->note_capacity, x->note_count + 1);
+  x->notes[x->note_count].id = id;
+  x->notes[x->note_count].slot = slot;
+  x->note_count++;
+  list_watcher(a, d, w);
+}
+
+void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w)
+{
+  d->watch[w].whole = 1;
+  d->watch[w].note_count = 0;
+  list_watcher(a, d, w);
+}
+
+void algo_dirty_drop(algo_dirty *d, uint32_t w)
+{
+  d->watch[w].whole = 0;
+  d->watch[w].note_count = 0;
+}
+
+void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather)
+{
+  for (size_t k = 0; k < d->list_count; k++) {
+    uint32_t w = d->list[k];
+    algo_watch *x = &d->watch[w];
+    if (algo_is_live(&a->entities[w], AOI_WATCHER)) {
+      if (x->whole) {
+        algo_diff_full(a, w, gather(a, w));
+      } else if (x->note_count > 0) {
+        algo_sort_candidates(x->notes, x->note_count);
+        algo_diff_notes(a, w, x->notes, x->note_count);
+      }
+    }
+    x->whole = 0;
+    x->note_count = 0;
+    x->listed = 0;
+  }
+  d->list_count = 0;
+}
+
+/* ---- algo.h ------------------------------------------------------------- */
+
+const algo_class *const algo_classes[ALGO_COUNT] = {
+    &algo_brute, &algo_ninegrid, &algo_tower, &algo_xlist};
+
+const algo_class *algo_find(const char *name)
+{
+  for (size_t i = 0; i < ALGO_COUNT; i++)
+    if (strcmp(algo_classes[i]->name, name) == 0)
+      return algo_classes[i];
+  return NULL;
+}
+
+algo *algo_create(const algo_class *cls, const algo_params *params)
+{
+  return cls->create(params);
+}
+
+void algo_destroy(algo *a)
+{
+  if (a != NULL)
+    a->cls->destroy(a);
+}
+
+const algo_class *algo_class_of(const algo *a)
+{
+  return a->cls;
+}
+
+int algo_add(algo *a, uint64_t id, float x, float y, float radius,
+             unsigned flags, uint32_t layers, uint32_t interest)
+{
+  return a->cls->add(a, id, x, y, radius, flags, layers, interest);
+}
+
+int algo_move(algo *a, uint64_t id, float x, float y)
+{
+  return a->cls->move(a, id, x, y);
+}
+
+int algo_remove(algo *a, uint64_t id)
+{
+  return a->cls->remove(a, id);
+}
+
+void algo_tick(algo *a)
+{
+  a->cls->tick(a);
+}
+
+size_t algo_pending(const algo *a, const uint64_t **ids)
+{
+  *ids = a->pending;
+  return a->outbox_count;
+}
+
+void algo_events(const algo *a, size_t i, const aoi_event **events,
+                 size_t *count)
+{
+  *events = a->events + a->outboxes[i].start;
+  *count = a->outboxes[i].count;
+}
+
+size_t algo_bytes(const algo *a)
+{
+  return a->bytes;
+}
+
+size_t algo_peak_bytes(const algo *a)
+{
+  return a->peak_bytes;
+}
