@@ -222,15 +222,43 @@ static void check(int rc, const char *call)
     bench_die("%s failed: %s", call, aoi_strerror(rc));
 }
 
-static void submit_engine(aoi_world *world, const bench_op *ops, size_t n)
+/* Whether marker `id` is among the --appeal share: a fixed draw per id, so
+   a respawned id appeals again. */
+static int appeals(const bench_options *o, uint64_t id)
+{
+  uint64_t h = hash_mix(BENCH_CHECKSUM_SEED, id);
+  h ^= h >> 29;
+  h *= UINT64_C(0xbf58476d1ce4e5b9);
+  h ^= h >> 32;
+  return (double)(h >> 11) * 0x1p-53 < o->appeal_share;
+}
+
+/* An added entity's policies: its cap as a watcher, its appeal as one of
+   the --appeal share of the markers. */
+static int set_policies(aoi_world *world, const bench_options *o,
+                        const bench_op *op)
+{
+  int rc = 0;
+  if (o->cap > 0 && (op->flags & AOI_WATCHER))
+    rc = aoi_set_cap(world, op->id, o->cap);
+  if (rc == 0 && o->appeal_share > 0 && (op->flags & AOI_MARKER) &&
+      appeals(o, op->id))
+    rc = aoi_set_appeal(world, op->id, (float)o->appeal_radius);
+  return rc;
+}
+
+static void submit_engine(aoi_world *world, const bench_options *o,
+                          const bench_op *ops, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
     int rc;
-    if (op->kind == BENCH_OP_ADD)
+    if (op->kind == BENCH_OP_ADD) {
       rc = aoi_add(world, op->id, op->x, op->y, op->radius, op->flags,
                    UINT32_MAX, UINT32_MAX);
-    else if (op->kind == BENCH_OP_MOVE)
+      if (rc == 0)
+        rc = set_policies(world, o, op);
+    } else if (op->kind == BENCH_OP_MOVE)
       rc = aoi_move(world, op->id, op->x, op->y);
     else
       rc = aoi_remove(world, op->id);
@@ -613,6 +641,10 @@ static void make_config(const bench_options *o, const scenario_result *s,
   config->max_x = (float)s->side;
   config->max_y = (float)s->side;
   config->max_radius = s->max_radius;
+  if (o->appeal_share > 0 && o->appeal_radius > config->max_radius)
+    config->max_radius = (float)o->appeal_radius;
+  config->move_band_count = o->band_count;
+  memcpy(config->move_bands, o->bands, sizeof(o->bands));
   config->hysteresis = (float)o->hysteresis;
   config->move_events = o->moves;
   config->shape = o->shape;
@@ -760,7 +792,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
-    submit_engine(world, ops, n);
+    submit_engine(world, o, ops, n);
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
     check(aoi_tick(world), "aoi_tick");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
@@ -1074,6 +1106,14 @@ static void usage(FILE *out)
       "  --flood K          flood: moves per entity a tick, to random points"
       "\n"
       "                     of the map and its real step last (default 16)\n"
+      "  --appeal SHARE:RADIUS  that share of the markers is seen from\n"
+      "                     RADIUS away (aoi_set_appeal; max_radius grows\n"
+      "                     to it)\n"
+      "  --cap K            every watcher sees at most its K nearest\n"
+      "                     (aoi_set_cap)\n"
+      "  --move-every D:P[,D:P...]  beyond D, moves are told every P ticks\n"
+      "                     (aoi_config.move_bands). With any policy the\n"
+      "                     classic algorithms do not run (they have none)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --baseline LIST    the algorithms run beside the engine, comma-\n"
       "                     separated, or all: brute, ninegrid, tower, xlist\n"
@@ -1217,6 +1257,42 @@ static const scenario **parse_scenarios(const char *text, size_t *count)
   }
   *count = n;
   return list;
+}
+
+/* "D:P,D:P" into o->bands: distances strictly increasing, periods >= 1,
+   at most AOI_MAX_MOVE_BANDS (as aoi_config wants them). */
+static void parse_bands(const char *text, bench_options *o)
+{
+  o->band_count = 0;
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    char band[64];
+    if (len == 0 || len >= sizeof(band))
+      usage_error("--move-every: '%s' is not a comma-separated list of"
+                  " D:P", text);
+    if (o->band_count == AOI_MAX_MOVE_BANDS)
+      usage_error("--move-every: more than %d bands", AOI_MAX_MOVE_BANDS);
+    memcpy(band, p, len);
+    band[len] = '\0';
+    char *colon = strchr(band, ':');
+    if (colon == NULL)
+      usage_error("--move-every: '%s' is not D:P", band);
+    *colon = '\0';
+    double d = parse_number("--move-every", band);
+    uint64_t period = parse_unsigned("--move-every", colon + 1, 1,
+                                     UINT32_MAX);
+    if (!(d >= 0 && d <= FLT_MAX) ||
+        (o->band_count > 0 &&
+         !((float)d > o->bands[o->band_count - 1].distance)))
+      usage_error("--move-every: distances must be >= 0 and increasing"
+                  " ('%s')", text);
+    o->bands[o->band_count].distance = (float)d;
+    o->bands[o->band_count++].period = (uint32_t)period;
+    if (p[len] == '\0')
+      return;
+    p += len + 1;
+  }
 }
 
 /* "tower,xlist" or "all" into o->algos. */
@@ -1367,6 +1443,12 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->outlier_y = (float)y;
     } else if (strcmp(flag, "--mix") == 0)
       parse_pair(flag, value, ':', &o->mix_share, &o->mix_factor);
+    else if (strcmp(flag, "--appeal") == 0)
+      parse_pair(flag, value, ':', &o->appeal_share, &o->appeal_radius);
+    else if (strcmp(flag, "--cap") == 0)
+      o->cap = (uint32_t)parse_unsigned(flag, value, 0, UINT32_MAX);
+    else if (strcmp(flag, "--move-every") == 0)
+      parse_bands(value, o);
     else if (strcmp(flag, "--flood") == 0)
       o->flood = (unsigned)parse_unsigned(flag, value, 1, 1024);
     else if (strcmp(flag, "--moves") == 0) {
@@ -1417,6 +1499,17 @@ static void parse_options(int argc, char **argv, bench_options *o)
   if (o->verify && no_baseline)
     usage_error("--verify compares with the --baseline algorithms: not with"
                 " --no-baseline");
+  if (!(o->appeal_share >= 0 && o->appeal_share <= 1) ||
+      !(o->appeal_radius >= 0 && o->appeal_radius <= 1e9))
+    usage_error("--appeal: the share must be in [0, 1], the radius >= 0");
+  if (bench_policies(o)) {
+    /* the classic algorithms know no policy: the engine runs alone */
+    if (baseline_given || o->verify)
+      usage_error("--baseline and --verify need a world without --appeal,"
+                  " --cap or --move-every (the classic algorithms have no"
+                  " policies)");
+    no_baseline = 1;
+  }
   if (!no_baseline)
     parse_algos(algos, o);
   for (size_t i = 0; i < o->algo_count; i++)

@@ -40,7 +40,21 @@ typedef struct bench_options {
   float outlier_x, outlier_y; /* outlier: --outlier-at */
   double mix_share, mix_factor; /* mixed-radius: --mix */
   unsigned flood; /* flood: --flood */
+  /* Interest policies (none by default): --appeal SHARE:RADIUS gives that
+     share of the markers that appeal; --cap K caps every watcher's view;
+     --move-every D:P,... sets the move bands. With any of them the classic
+     algorithms, which have no policies, do not run. */
+  double appeal_share, appeal_radius;
+  uint32_t cap;
+  aoi_move_band bands[AOI_MAX_MOVE_BANDS];
+  unsigned band_count;
 } bench_options;
+
+/* Whether any interest policy is asked for. */
+static inline int bench_policies(const bench_options *o)
+{
+  return o->appeal_share > 0 || o->cap > 0 || o->band_count > 0;
+}
 
 /* One algorithm's figures for one scenario (all medians over the measured
    ticks). Its submit is where an incremental algorithm does much of its

@@ -573,6 +573,44 @@ static void step_flood(crowd *c)
   }
 }
 
+/* ---- crowd -------------------------------------------------------------- */
+
+/* Everyone inside one square of side --radius at the centre of the map,
+   each stepping at random within it: nearly everyone is within everyone's
+   radius, the N^2 case a view cap exists for. */
+static void crowd_square(const crowd *c, double *x0, double *side)
+{
+  *side = c->p.radius;
+  *x0 = c->p.side / 2 - *side / 2;
+}
+
+static double crowd_clamp(const crowd *c, double v)
+{
+  double x0, side;
+  crowd_square(c, &x0, &side);
+  return v < x0 ? 2 * x0 - v : v > x0 + side ? 2 * (x0 + side) - v : v;
+}
+
+static void place_crowd(crowd *c)
+{
+  double x0, side;
+  crowd_square(c, &x0, &side);
+  for (uint32_t i = 0; i < c->count; i++) {
+    c->x[i] = (float)(x0 + side * rng_unit(&c->rng));
+    c->y[i] = (float)(x0 + side * rng_unit(&c->rng));
+  }
+}
+
+static void step_crowd(crowd *c)
+{
+  for (uint32_t i = 0; i < c->count; i++) {
+    double angle = 2 * M_PI * rng_unit(&c->rng);
+    c->x[i] = (float)crowd_clamp(c, c->x[i] + c->step * cos(angle));
+    c->y[i] = (float)crowd_clamp(c, c->y[i] + c->step * sin(angle));
+    emit_move(c, i);
+  }
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 typedef struct scenario_impl {
@@ -601,6 +639,10 @@ const scenario bench_scenarios[] = {
      "random walk of a thin crowd: radius 10 x --radius, about 1/32 of"
      " --neighbours in view",
      BENCH_ODD_NONE, SPARSE_RADIUS, SPARSE_NEIGHBOURS},
+    {"crowd",
+     "everyone inside one square of side --radius, stepping in place (the"
+     " N^2 case: see --cap)",
+     BENCH_ODD_NONE, 1, 1},
     {"outlier", "uniform, and one marker far away (--outlier-at)",
      BENCH_ODD_OUTLIER, 1, 1},
     {"spectator",
@@ -625,6 +667,7 @@ static const scenario_impl impls[] = {
     {place_uniform, step_churn, NULL},
     {place_uniform, step_idle, NULL},
     {place_uniform, step_uniform, NULL},
+    {place_crowd, step_crowd, NULL},
     {place_uniform, step_uniform, start_outlier},
     {place_uniform, step_uniform, start_spectator},
     {place_mixed, step_uniform, NULL},

@@ -301,9 +301,30 @@ static void bulk_range(const aoi__grid_item *items, uint32_t count, int axis,
     *hi = b + pad;
 }
 
+/* Builds with cells of side about cell_size, but at most `limit` cells
+   over the bulk of the items. */
+static int grid_build(const aoi_allocator *a, aoi__grid *grid,
+                      const aoi__grid_item *items, uint32_t count,
+                      double cell_size, double limit);
+
 int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     const aoi__grid_item *items, uint32_t count,
                     double cell_size)
+{
+  return grid_build(a, grid, items, count, cell_size, 2.0 * count + 64);
+}
+
+int aoi__grid_build_dense(const aoi_allocator *a, aoi__grid *grid,
+                          const aoi__grid_item *items, uint32_t count,
+                          double per_cell)
+{
+  return grid_build(a, grid, items, count, 1e-30,
+                    (double)count / per_cell + 16);
+}
+
+static int grid_build(const aoi_allocator *a, aoi__grid *grid,
+                      const aoi__grid_item *items, uint32_t count,
+                      double cell_size, double limit)
 {
   double min_x = INFINITY, min_y = INFINITY;
   double max_x = -INFINITY, max_y = -INFINITY;
@@ -317,7 +338,6 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
   if (count == 0)
     min_x = min_y = max_x = max_y = 0;
   double size = cell_size > 0 && isfinite(cell_size) ? cell_size : 1;
-  double limit = 2.0 * count + 64;
   double wx = floor((max_x - min_x) / size) + 1;
   double wy = floor((max_y - min_y) / size) + 1;
   if (wx * wy > limit && count >= 16) {

@@ -288,6 +288,11 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid);
 int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     const aoi__grid_item *items, uint32_t count,
                     double cell_size);
+/* Indexes `count` items with cells as small as about `per_cell` items a
+   cell over the bulk of them allow: for searches by nearness. */
+int aoi__grid_build_dense(const aoi_allocator *a, aoi__grid *grid,
+                          const aoi__grid_item *items, uint32_t count,
+                          double per_cell);
 /* The inclusive cell range that covers box[4] (x0, y0, x1, y1). */
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4]);

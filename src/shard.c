@@ -1410,7 +1410,8 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
     const aoi__mark *m = &w->mark[h];
     float appeal = w->appeal[h];
     if ((m->layers & e->interest) != 0 &&
-        !add_pick_at(k, e, h, w->idof[h], m->x, m->y, fmax(radius, appeal),
+        !add_pick_at(k, e, h, w->idof[h], m->x, m->y,
+                     appeal > radius ? appeal : radius,
                      appeal > e->radius ? AOI__PICK_APPEAL : 0, n))
       return false;
   }
@@ -1464,7 +1465,7 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
       *n = keep_nearest(k, *n, cap);
       double kth = 0;
       for (uint32_t j = 0; j < *n; j++)
-        kth = fmax(kth, k->picks[j].key);
+        kth = k->picks[j].key > kth ? k->picks[j].key : kth;
       if (kth < beyond)
         return true;
     }
@@ -1647,8 +1648,8 @@ static void compute_shard(aoi__worker *k, aoi__shard *s,
   if (s->capped == 0) {
     if (s->fine.capacity > 0)
       aoi__grid_free(&k->world->allocator, &s->fine);
-  } else if (aoi__grid_build(&k->world->allocator, &s->fine, s->items,
-                             s->count + s->ghost_count, 1e-30) == 0) {
+  } else if (aoi__grid_build_dense(&k->world->allocator, &s->fine, s->items,
+                                   s->count + s->ghost_count, 3) == 0) {
     fine = &s->fine;
   } /* else: they scan their reach */
   if ((rc = reserve_members(k)) != 0 ||
