@@ -72,7 +72,8 @@ AOI_EXPORT const char *aoi_version_string(void);
 #define AOI_EEXIST (-3)  /* aoi_add of an id that is live                */
 #define AOI_ENOENT (-4)  /* the id is not live                           */
 #define AOI_ECOORD (-5)  /* a coordinate is NaN or infinite              */
-#define AOI_ERADIUS (-6) /* radius negative, not finite, or > max_radius */
+#define AOI_ERADIUS (-6) /* radius or appeal negative, not finite, or
+                            > max_radius                                 */
 #define AOI_EFLAGS (-7)  /* flags are neither watcher nor marker, or unknown bits */
 #define AOI_ESYS (-8)    /* the system refused a thread or a sync object */
 #define AOI_EBUSY (-9)   /* a tick is in flight: call aoi_tick_end first */
@@ -235,9 +236,12 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
  *    entity's current position, which may be the one it was last told).
  *    Nothing is lost or duplicated. With hysteresis the views may then
  *    settle differently than if nothing had failed, always within the
- *    visibility rules. A shard whose index could not be built answers
+ *    visibility rules; a capped view may keep, until its next full
+ *    computation, members that are no longer its nearest (never more than
+ *    its cap); with move bands a view held back keeps the positions it was
+ *    last told, so its later moves are the ones the bands allow. A shard
+ *    whose index could not be built answers
  *    circle and watcher queries as empty until the next tick.
- * Either way the world stays consistent and usable.
  * Either way the world stays consistent and usable. What a tick needs
  * beyond the memory the world already holds is bounded by the entities,
  * not by the calls since the last tick: a few hundred bytes per queued
