@@ -641,8 +641,6 @@ static void make_config(const bench_options *o, const scenario_result *s,
   config->max_x = (float)s->side;
   config->max_y = (float)s->side;
   config->max_radius = s->max_radius;
-  if (o->appeal_share > 0 && o->appeal_radius > config->max_radius)
-    config->max_radius = (float)o->appeal_radius;
   config->move_band_count = o->band_count;
   memcpy(config->move_bands, o->bands, sizeof(o->bands));
   config->hysteresis = (float)o->hysteresis;
@@ -969,6 +967,8 @@ static int run_scenario(const bench_options *o, const scenario *sc)
   s.step = o->step_given ? o->step : s.radius / 20;
   s.tower_side = o->tower_side > 0 ? o->tower_side : s.radius;
   s.max_radius = max_radius_of(o, sc);
+  if (o->appeal_share > 0 && (float)o->appeal_radius > s.max_radius)
+    s.max_radius = (float)o->appeal_radius; /* an appeal is bounded so */
   s.mix_radius = mix_radius(o);
   s.run_count = o->thread_count;
   s.runs = bench_calloc(s.run_count, sizeof(*s.runs));

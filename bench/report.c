@@ -192,6 +192,18 @@ void report_human(const bench_options *o, const scenario_result *s)
          " warm-up; max_radius %g\n",
          o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks,
          (double)s->max_radius);
+  if (bench_policies(o)) {
+    printf("  policies   ");
+    if (o->appeal_share > 0)
+      printf(" appeal %g of the markers at %g;", o->appeal_share,
+             o->appeal_radius);
+    if (o->cap > 0)
+      printf(" cap %" PRIu32 ";", o->cap);
+    for (unsigned b = 0; b < o->band_count; b++)
+      printf("%s%g:%" PRIu32, b == 0 ? " move-every " : ",",
+             (double)o->bands[b].distance, o->bands[b].period);
+    printf(" (the classic algorithms do not run)\n");
+  }
   switch (s->sc->odd) {
   case BENCH_ODD_OUTLIER:
     printf("  odd part    one marker, id %" PRIu32 " + 1, standing at (%g,"
@@ -348,6 +360,10 @@ static void json_run(const bench_options *o, const scenario_result *s,
     json_null(&j, "cell_size");
   json_number(&j, "hysteresis", o->hysteresis);
   json_bool(&j, "moves", o->moves);
+  json_number(&j, "appeal_share", o->appeal_share);
+  json_number(&j, "appeal_radius", o->appeal_radius);
+  json_uint(&j, "cap", o->cap);
+  json_uint(&j, "move_bands", o->band_count);
   json_uint(&j, "seed", o->seed);
   json_uint(&j, "threads", r->threads);
   json_uint(&j, "shards", r->shards);
