@@ -713,8 +713,8 @@ static void test_operation_error_order(void **state)
   aoi_destroy(w);
 }
 
-/* Entities 1 to 6 of the failing scripts below, of radius `radius`: two
-   pairs in range of each other, and two alone. */
+/* Entities 1 to 6 of the failing scripts below, of radius `radius`: three
+   pairs, each pair a few units apart. */
 static void add_script_entities(aoi_world *w, float radius)
 {
   static const float where[][2] = {{10, 10}, {20, 10}, {50, 50},
