@@ -30,8 +30,9 @@ done
 reference=${AOI_REPLAY_REFERENCE:-}
 [ -n "$reference" ] && layouts=("1 1" "2 3" "4 16")
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# $tmp, $pass, $fail and expect_replay (replay-check.sh)
+# shellcheck source=replay-check.sh
+. "$(dirname "$0")/replay-check.sh"
 
 traces=()
 gen_fail=0
@@ -53,7 +54,6 @@ if [ -n "$gen" ]; then
   done
 fi
 
-pass=0
 fail=$gen_fail
 if [ "${#traces[@]}" = 0 ]; then
   fail=$((fail + 1))
@@ -72,18 +72,9 @@ for trace in "${traces[@]}"; do
   fi
   for pair in "${layouts[@]}"; do
     read -r threads shards <<<"$pair"
-    layout="--threads $threads --shards $shards"
-    "$replay" --threads "$threads" --shards "$shards" "$trace" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ "$rc" = "$ref_rc" ] && cmp -s "$tmp/out" "$tmp/ref.out" &&
-      cmp -s "$tmp/err" "$tmp/ref.err"; then
-      pass=$((pass + 1))
-    else
-      fail=$((fail + 1))
-      echo "FAIL $name ($layout): exit $rc (reference $ref_rc)"
-      diff "$tmp/ref.out" "$tmp/out" | head -5
-      diff "$tmp/ref.err" "$tmp/err" | head -3
-    fi
+    expect_replay "$name (--threads $threads --shards $shards)" "$ref_rc" \
+      "$tmp/ref.out" "$tmp/ref.err" --threads "$threads" --shards "$shards" \
+      "$trace"
   done
 done
 echo "$pass passed, $fail failed"
