@@ -9,6 +9,11 @@
 # reference, then with every threads x shards layout below, and checks that
 # stdout, stderr and the exit status equal the reference's. The reference
 # itself must exit 0 or 1 (2 or a signal means the trace was not replayed).
+#
+# With AOI_REPLAY_REFERENCE set to a model-replay binary, that replay of
+# the model is the reference instead, and the layouts are threads x shards
+# 1 x 1, 2 x 3 and 4 x 16: the engine against the model on whole traces,
+# through the trace reader and the replay.
 set -u
 
 usage="usage: replay-layouts.sh PATH/TO/aoi-replay TRACE_DIR [GEN [GEN_OPTION]]"
@@ -16,11 +21,18 @@ replay=${1:?$usage}
 dir=${2:?$usage}
 gen=${3:-}
 gen_option=${4:-}
-thread_counts="1 2 3 4"
-shard_counts="1 2 3 4 5 7 9 16"
+layouts=()
+for threads in 1 2 3 4; do
+  for shards in 1 2 3 4 5 7 9 16; do
+    layouts+=("$threads $shards")
+  done
+done
+reference=${AOI_REPLAY_REFERENCE:-}
+[ -n "$reference" ] && layouts=("1 1" "2 3" "4 16")
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# $tmp, $pass, $fail and expect_replay (replay-check.sh)
+# shellcheck source=replay-check.sh
+. "$(dirname "$0")/replay-check.sh"
 
 traces=()
 gen_fail=0
@@ -42,7 +54,6 @@ if [ -n "$gen" ]; then
   done
 fi
 
-pass=0
 fail=$gen_fail
 if [ "${#traces[@]}" = 0 ]; then
   fail=$((fail + 1))
@@ -50,29 +61,20 @@ if [ "${#traces[@]}" = 0 ]; then
 fi
 for trace in "${traces[@]}"; do
   name=$(basename "$trace" .trace)
-  "$replay" --threads 1 --shards 1 "$trace" >"$tmp/ref.out" 2>"$tmp/ref.err"
+  "${reference:-$replay}" --threads 1 --shards 1 "$trace" >"$tmp/ref.out" \
+    2>"$tmp/ref.err"
   ref_rc=$?
   if [ "$ref_rc" != 0 ] && [ "$ref_rc" != 1 ]; then
     fail=$((fail + 1))
-    echo "FAIL $name (--threads 1 --shards 1): reference exit $ref_rc"
+    echo "FAIL $name (${reference:+model, }--threads 1 --shards 1): reference exit $ref_rc"
     head -3 "$tmp/ref.err"
     continue
   fi
-  for threads in $thread_counts; do
-    for shards in $shard_counts; do
-      layout="--threads $threads --shards $shards"
-      "$replay" --threads "$threads" --shards "$shards" "$trace" >"$tmp/out" 2>"$tmp/err"
-      rc=$?
-      if [ "$rc" = "$ref_rc" ] && cmp -s "$tmp/out" "$tmp/ref.out" &&
-        cmp -s "$tmp/err" "$tmp/ref.err"; then
-        pass=$((pass + 1))
-      else
-        fail=$((fail + 1))
-        echo "FAIL $name ($layout): exit $rc (reference $ref_rc)"
-        diff "$tmp/ref.out" "$tmp/out" | head -5
-        diff "$tmp/ref.err" "$tmp/err" | head -3
-      fi
-    done
+  for pair in "${layouts[@]}"; do
+    read -r threads shards <<<"$pair"
+    expect_replay "$name (--threads $threads --shards $shards)" "$ref_rc" \
+      "$tmp/ref.out" "$tmp/ref.err" --threads "$threads" --shards "$shards" \
+      "$trace"
   done
 done
 echo "$pass passed, $fail failed"

@@ -1,7 +1,9 @@
 /*
  * test_api.c: unit tests of the public API (aoi.h), one contract at a time:
- * config defaults and validation, NULL handling, the error codes of every
- * operation and their check order, that a failed call changes nothing, the
+ * config defaults and validation (move bands too), NULL handling, the error
+ * codes of every operation (aoi_set_appeal and aoi_set_cap too, with the
+ * model giving the same) and their check order, that a failed call changes
+ * nothing, the
  * event stream of the TRACE_FORMAT.md example, outboxes that accumulate and
  * drain, the pending list, removal and same-tick respawn, the queries (as of
  * the last tick, ids ascending, capacity, layer masks), statistics, and the
@@ -20,6 +22,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -29,6 +33,7 @@
 #include <unistd.h>
 
 #include "aoi.h"
+#include "model.h" /* the oracle agrees on codes and configs */
 #include "support.h"
 #include "internal.h" /* aoi__world_valid */
 
@@ -254,6 +259,7 @@ static void test_config_default(void **state)
   assert_true(c.hysteresis == 0);
   assert_int_equal(c.move_events, 1);
   assert_int_equal(c.shape, AOI_SHAPE_CIRCLE);
+  assert_int_equal(c.move_band_count, 0);
   assert_null(c.allocator);
 }
 
@@ -300,34 +306,115 @@ static void allocator_no_realloc(aoi_config *c)
 }
 static void allocator_no_free(aoi_config *c) { c->allocator = &null_free; }
 
+/* Move bands: n of them, from `bands`. */
+static void set_bands(aoi_config *c, const aoi_move_band *bands, unsigned n)
+{
+  for (unsigned i = 0; i < n; i++)
+    c->move_bands[i] = bands[i];
+  c->move_band_count = n;
+}
+static const aoi_move_band eight_bands[AOI_MAX_MOVE_BANDS] = {
+    {0, 1}, {1, 2}, {2, 3}, {4, 4}, {8, 5}, {16, 6}, {32, 7}, {64, 8}};
+static void bands_nine(aoi_config *c)
+{
+  set_bands(c, eight_bands, AOI_MAX_MOVE_BANDS);
+  c->move_band_count = AOI_MAX_MOVE_BANDS + 1;
+}
+static void bands_count_max(aoi_config *c)
+{
+  set_bands(c, eight_bands, AOI_MAX_MOVE_BANDS);
+  c->move_band_count = UINT_MAX;
+}
+static void band_distance_nan(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{NAN, 2}}, 1);
+}
+static void band_distance_infinite(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{INFINITY, 2}}, 1);
+}
+static void band_distance_negative(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{-1, 2}}, 1);
+}
+static void band_distance_tiny_negative(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{-1e-45f, 2}}, 1);
+}
+static void band_period_zero(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{5, 0}}, 1);
+}
+static void bands_equal(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{5, 2}, {5, 3}}, 2);
+}
+static void bands_decreasing(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{5, 2}, {10, 3}, {nextafterf(10, 0), 4}},
+            3);
+}
+static void bands_zero_then_negative_zero(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{0, 2}, {-0.0f, 3}}, 2);
+}
+static void band_second_nan(aoi_config *c)
+{
+  set_bands(c, (const aoi_move_band[]){{5, 2}, {NAN, 3}}, 2);
+}
+static void band_last_infinite(aoi_config *c)
+{
+  set_bands(c, eight_bands, AOI_MAX_MOVE_BANDS);
+  c->move_bands[AOI_MAX_MOVE_BANDS - 1].distance = INFINITY;
+}
+static void band_last_period_zero(aoi_config *c)
+{
+  set_bands(c, eight_bands, AOI_MAX_MOVE_BANDS);
+  c->move_bands[AOI_MAX_MOVE_BANDS - 1].period = 0;
+}
+
 static void test_create_rejects_bad_config(void **state)
 {
   (void)state;
   static const struct {
     const char *name;
     config_mutator mutate;
+    int model; /* a value the model reads too: it must refuse it */
   } bad[] = {
-      {"threads 257", threads_257},
-      {"threads UINT_MAX", threads_max},
-      {"shards 4097", shards_4097},
-      {"shards UINT_MAX", shards_max},
-      {"min_x NaN", min_x_nan},
-      {"min_y NaN", min_y_nan},
-      {"max_x NaN", max_x_nan},
-      {"max_y NaN", max_y_nan},
-      {"max_radius -1", radius_negative},
-      {"max_radius -1e-30", radius_tiny_negative},
-      {"max_radius NaN", radius_nan},
-      {"max_radius inf", radius_infinite},
-      {"hysteresis -0.5", hysteresis_negative},
-      {"hysteresis NaN", hysteresis_nan},
-      {"cells, cell_size 0", cells_zero},
-      {"cells, cell_size -4", cells_negative},
-      {"cells, cell_size NaN", cells_nan},
-      {"shape 3", shape_unknown},
-      {"allocator without alloc", allocator_no_alloc},
-      {"allocator without realloc", allocator_no_realloc},
-      {"allocator without free", allocator_no_free},
+      {"threads 257", threads_257, 0},
+      {"threads UINT_MAX", threads_max, 0},
+      {"shards 4097", shards_4097, 0},
+      {"shards UINT_MAX", shards_max, 0},
+      {"min_x NaN", min_x_nan, 0},
+      {"min_y NaN", min_y_nan, 0},
+      {"max_x NaN", max_x_nan, 0},
+      {"max_y NaN", max_y_nan, 0},
+      {"max_radius -1", radius_negative, 1},
+      {"max_radius -1e-30", radius_tiny_negative, 1},
+      {"max_radius NaN", radius_nan, 1},
+      {"max_radius inf", radius_infinite, 1},
+      {"hysteresis -0.5", hysteresis_negative, 1},
+      {"hysteresis NaN", hysteresis_nan, 1},
+      {"cells, cell_size 0", cells_zero, 1},
+      {"cells, cell_size -4", cells_negative, 1},
+      {"cells, cell_size NaN", cells_nan, 1},
+      {"shape 3", shape_unknown, 1},
+      {"allocator without alloc", allocator_no_alloc, 0},
+      {"allocator without realloc", allocator_no_realloc, 0},
+      {"allocator without free", allocator_no_free, 0},
+      {"9 move bands", bands_nine, 1},
+      {"UINT_MAX move bands", bands_count_max, 1},
+      {"a band at NaN", band_distance_nan, 1},
+      {"a band at infinity", band_distance_infinite, 1},
+      {"a band at -1", band_distance_negative, 1},
+      {"a band at -1e-45", band_distance_tiny_negative, 1},
+      {"a band of period 0", band_period_zero, 1},
+      {"bands at 5 and 5", bands_equal, 1},
+      {"bands at 5, 10 and a float below 10", bands_decreasing, 1},
+      {"bands at 0 and -0", bands_zero_then_negative_zero, 1},
+      {"bands at 5 and NaN", band_second_nan, 1},
+      {"8 bands, the last at infinity", band_last_infinite, 1},
+      {"8 bands, the last of period 0", band_last_period_zero, 1},
   };
   aoi_world *const sentinel = (aoi_world *)&current;
   for (size_t i = 0; i < COUNT_OF(bad); i++) {
@@ -341,6 +428,11 @@ static void test_create_rejects_bad_config(void **state)
       fail_msg("%s: aoi_create returned %d, not AOI_EINVAL", bad[i].name, rc);
     if (w != sentinel)
       fail_msg("%s: aoi_create wrote *out", bad[i].name);
+    if (bad[i].model) {
+      model *m = model_create(&c);
+      if (m != NULL)
+        fail_msg("%s: model_create accepted it", bad[i].name);
+    }
   }
   aoi_config c;
   aoi_config_default(&c);
@@ -407,6 +499,41 @@ static void test_create_accepts_edge_config(void **state)
   assert_int_equal(s.threads, 3);
   assert_int_equal(s.shards, 3);
   aoi_destroy(w);
+
+  /* Move bands: eight, from 0 (or -0, which is >= 0) to FLT_MAX, one
+     float step apart where they can be, periods 1 to UINT32_MAX; and
+     anything at all past move_band_count. */
+  static const struct {
+    const char *name;
+    aoi_move_band bands[AOI_MAX_MOVE_BANDS];
+    unsigned count;
+  } good[] = {
+      {"eight bands",
+       {{0, 1}, {1e-45f, 2}, {1, UINT32_MAX}, {1.00000012f, 3}, {100, 4},
+        {1e30f, 1}, {3.40282326e38f, 6}, {FLT_MAX, UINT32_MAX}},
+       AOI_MAX_MOVE_BANDS},
+      {"one band at -0", {{-0.0f, 2}}, 1},
+      {"none, garbage past the count", {{NAN, 0}, {-1, 0}}, 0},
+      {"one band, garbage past it", {{10, 2}, {NAN, 0}, {5, 0}}, 1},
+  };
+  for (size_t i = 0; i < COUNT_OF(good); i++) {
+    aoi_config_default(&c);
+    c.threads = 2;
+    for (unsigned k = 0; k < AOI_MAX_MOVE_BANDS; k++)
+      c.move_bands[k] = good[i].bands[k];
+    c.move_band_count = good[i].count;
+    w = NULL;
+    int rc = aoi_create(&c, &w);
+    if (rc != 0)
+      fail_msg("%s: aoi_create returned %d", good[i].name, rc);
+    model *m = model_create(&c);
+    if (m == NULL)
+      fail_msg("%s: model_create refused it", good[i].name);
+    model_destroy(m);
+    assert_int_equal(aoi_add(w, 1, 0, 0, 10, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    aoi_destroy(w);
+  }
 }
 
 static void test_destroy_null(void **state)
@@ -428,6 +555,8 @@ static void test_null_arguments(void **state)
   assert_int_equal(aoi_move(NULL, 1, 0, 0), AOI_EINVAL);
   assert_int_equal(aoi_set_radius(NULL, 1, 1), AOI_EINVAL);
   assert_int_equal(aoi_set_layers(NULL, 1, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_set_appeal(NULL, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_set_cap(NULL, 1, 1), AOI_EINVAL);
   assert_int_equal(aoi_remove(NULL, 1), AOI_EINVAL);
   assert_int_equal(aoi_tick(NULL), AOI_EINVAL);
   assert_int_equal(aoi_drain(NULL, 1, &events, &count), AOI_EINVAL);
@@ -584,6 +713,180 @@ static void test_operation_error_order(void **state)
   aoi_destroy(w);
 }
 
+/* Entities 1 to 6 of the failing scripts below, of radius `radius`: three
+   pairs, each pair a few units apart. */
+static void add_script_entities(aoi_world *w, float radius)
+{
+  static const float where[][2] = {{10, 10}, {20, 10}, {50, 50},
+                                   {55, 52}, {90, 90}, {85, 88}};
+  for (uint64_t id = 1; id <= 6; id++)
+    assert_int_equal(aoi_add(w, id, where[id - 1][0], where[id - 1][1], radius,
+                             WM, ALL, ALL),
+                     0);
+}
+
+/* aoi_set_appeal or aoi_set_cap (cap == 1) on the world and the model: both
+   return `want`. */
+static void expect_policy(aoi_world *w, model *m, int cap, uint64_t id,
+                          float appeal, uint32_t k, int want)
+{
+  int got = cap ? aoi_set_cap(w, id, k) : aoi_set_appeal(w, id, appeal);
+  int oracle = cap ? model_set_cap(m, id, k) : model_set_appeal(m, id, appeal);
+  if (got != want || oracle != want)
+    fail_msg("%s(%" PRIu64 ", %.9g / %" PRIu32 "): the world %s, the model "
+             "%s, expected %s",
+             cap ? "aoi_set_cap" : "aoi_set_appeal", id, (double)appeal, k,
+             aoi_strerror(got), aoi_strerror(oracle), aoi_strerror(want));
+}
+
+#define APPEAL(id, a, want) expect_policy(w, m, 0, (id), (a), 0, (want))
+#define CAP(id, k, want) expect_policy(w, m, 1, (id), 0, (k), (want))
+
+static void test_policy_error_order(void **state)
+{
+  (void)state;
+  aoi_config c = config_for((layout){2, 3}, 50);
+  aoi_world *w = create_or_fail(&c);
+  model *m = model_create(&c);
+  assert_non_null(m);
+  const float above = nextafterf(50, 100);
+  static const float bad[] = {-1, -1e-45f, -FLT_MIN, -FLT_MAX, 51,
+                              1e30f, FLT_MAX, 0, 0, 0};
+  float bad_appeals[COUNT_OF(bad)];
+  memcpy(bad_appeals, bad, sizeof bad);
+  bad_appeals[7] = above;
+  bad_appeals[8] = NAN;
+  bad_appeals[9] = INFINITY;
+
+  /* NULL world first, whatever else is wrong. */
+  assert_int_equal(aoi_set_appeal(NULL, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_set_appeal(NULL, 99, NAN), AOI_EINVAL);
+  assert_int_equal(aoi_set_cap(NULL, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_set_cap(NULL, 99, 0), AOI_EINVAL);
+  assert_int_equal(model_set_appeal(NULL, 99, NAN), AOI_EINVAL);
+  assert_int_equal(model_set_cap(NULL, 99, 0), AOI_EINVAL);
+
+  /* Nothing live yet: ENOENT before ERADIUS. */
+  APPEAL(1, 5, AOI_ENOENT);
+  CAP(1, 1, AOI_ENOENT);
+  assert_int_equal(aoi_add(w, 1, 10, 10, 10, WM, ALL, ALL), 0);
+  assert_int_equal(model_add(m, 1, 10, 10, 10, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(model_add(m, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 3, 90, 90, 5, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(model_add(m, 3, 90, 90, 5, AOI_WATCHER, ALL, ALL), 0);
+  for (size_t i = 0; i < COUNT_OF(bad_appeals); i++) {
+    APPEAL(99, bad_appeals[i], AOI_ENOENT);
+    APPEAL(2, bad_appeals[i], AOI_ERADIUS);
+    APPEAL(3, bad_appeals[i], AOI_ERADIUS);
+  }
+  APPEAL(2, -NAN, AOI_ERADIUS);
+  APPEAL(2, -INFINITY, AOI_ERADIUS);
+  CAP(99, 0, AOI_ENOENT);
+  CAP(99, UINT32_MAX, AOI_ENOENT);
+
+  /* Accepted: 0, -0, the smallest float, max_radius, on any kind of entity
+     (an appeal of a watcher only, a cap of a marker only, do nothing); any
+     cap. */
+  static const float good_appeals[] = {0, -0.0f, 1e-45f, 0.5f, 25, 50};
+  for (size_t i = 0; i < COUNT_OF(good_appeals); i++)
+    for (uint64_t id = 1; id <= 3; id++)
+      APPEAL(id, good_appeals[i], 0);
+  static const uint32_t caps[] = {0, 1, 2, 3, 1000, UINT32_C(1) << 31,
+                                  UINT32_MAX, 0};
+  for (size_t i = 0; i < COUNT_OF(caps); i++)
+    for (uint64_t id = 1; id <= 3; id++)
+      CAP(id, caps[i], 0);
+
+  /* Live as submitted: removed, ENOENT (even with a bad appeal); added
+     again before the tick, live. */
+  assert_int_equal(aoi_remove(w, 2), 0);
+  assert_int_equal(model_remove(m, 2), 0);
+  APPEAL(2, 5, AOI_ENOENT);
+  APPEAL(2, NAN, AOI_ENOENT);
+  CAP(2, 1, AOI_ENOENT);
+  assert_int_equal(aoi_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(model_add(m, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  APPEAL(2, 40, 0);
+  APPEAL(2, above, AOI_ERADIUS);
+  CAP(2, 1, 0);
+
+  /* The same after a tick; and EBUSY, before ENOENT and ERADIUS, while a
+     tick is in flight. */
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(model_tick(m), 0);
+  APPEAL(1, NAN, AOI_ERADIUS);
+  APPEAL(98, 1, AOI_ENOENT);
+  CAP(98, 1, AOI_ENOENT);
+  APPEAL(1, 50, 0);
+  CAP(1, 1, 0);
+  assert_int_equal(aoi_tick_begin(w), 0);
+  assert_int_equal(aoi_set_appeal(w, 1, 5), AOI_EBUSY);
+  assert_int_equal(aoi_set_appeal(w, 1, NAN), AOI_EBUSY);
+  assert_int_equal(aoi_set_appeal(w, 98, NAN), AOI_EBUSY);
+  assert_int_equal(aoi_set_cap(w, 1, 0), AOI_EBUSY);
+  assert_int_equal(aoi_set_cap(w, 98, 0), AOI_EBUSY);
+  assert_int_equal(aoi_tick_end(w), 0);
+  assert_int_equal(model_tick(m), 0);
+  APPEAL(1, 0, 0);
+  CAP(1, 0, 0);
+  aoi_destroy(w);
+  model_destroy(m);
+}
+
+#undef APPEAL
+#undef CAP
+
+/* The policy script on two worlds, the second with failing appeal and cap
+   calls in between (ERADIUS, ENOENT, EBUSY in a tick in flight): the events
+   and views must come out the same. The script sets policies that change
+   what is seen (an appeal of max_radius, caps of 1 and 2), so that a failed
+   call that cleared or changed one would show. */
+static void policy_tick(aoi_world *w, int with_failures, records *out)
+{
+  out->count = 0;
+  assert_int_equal(aoi_tick_begin(w), 0);
+  if (with_failures) {
+    assert_int_equal(aoi_set_appeal(w, 3, 0), AOI_EBUSY);
+    assert_int_equal(aoi_set_appeal(w, 4, 30), AOI_EBUSY);
+    assert_int_equal(aoi_set_cap(w, 1, 0), AOI_EBUSY);
+    assert_int_equal(aoi_set_cap(w, 2, 1), AOI_EBUSY);
+  }
+  assert_int_equal(aoi_tick_end(w), 0);
+  drain_all(w, out);
+}
+
+static void run_policy_script(aoi_world *w, int with_failures, records *t1,
+                              records *t2, answer views[8])
+{
+  add_script_entities(w, 10);
+  assert_int_equal(aoi_set_appeal(w, 3, 30), 0);
+  assert_int_equal(aoi_set_cap(w, 1, 1), 0);
+  assert_int_equal(aoi_set_cap(w, 4, 2), 0);
+  if (with_failures) {
+    assert_int_equal(aoi_set_appeal(w, 3, NAN), AOI_ERADIUS);
+    assert_int_equal(aoi_set_appeal(w, 3, 31), AOI_ERADIUS);
+    assert_int_equal(aoi_set_appeal(w, 3, -1), AOI_ERADIUS);
+    assert_int_equal(aoi_set_appeal(w, 99, 10), AOI_ENOENT);
+    assert_int_equal(aoi_set_cap(w, 99, 1), AOI_ENOENT);
+  }
+  policy_tick(w, with_failures, t1);
+  assert_int_equal(aoi_move(w, 2, 45, 45), 0);
+  assert_int_equal(aoi_remove(w, 6), 0);
+  if (with_failures) {
+    assert_int_equal(aoi_set_appeal(w, 6, 30), AOI_ENOENT);
+    assert_int_equal(aoi_set_cap(w, 6, 1), AOI_ENOENT);
+    assert_int_equal(aoi_set_appeal(w, 4, INFINITY), AOI_ERADIUS);
+  }
+  assert_int_equal(aoi_add(w, 6, 60, 55, 10, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
+  if (with_failures)
+    assert_int_equal(aoi_set_appeal(w, 7, nextafterf(30, 31)), AOI_ERADIUS);
+  policy_tick(w, with_failures, t2);
+  for (uint64_t id = 1; id <= 7; id++)
+    view_of(w, id, &views[id]);
+}
+
 /* The same script on two worlds, the second with failing calls in between:
    the events and views must come out the same. */
 static void failing_script_step(aoi_world *w, int with_failures, int step)
@@ -619,12 +922,7 @@ static void failing_script_step(aoi_world *w, int with_failures, int step)
 static void run_failing_script(aoi_world *w, int with_failures, records *t1,
                                records *t2, answer views[8])
 {
-  static const float where[][2] = {{10, 10}, {20, 10}, {50, 50},
-                                   {55, 52}, {90, 90}, {85, 88}};
-  for (uint64_t id = 1; id <= 6; id++)
-    assert_int_equal(aoi_add(w, id, where[id - 1][0], where[id - 1][1], 30, WM,
-                             ALL, ALL),
-                     0);
+  add_script_entities(w, 30);
   failing_script_step(w, with_failures, 0);
   tick_and_drain(w, t1);
   failing_script_step(w, with_failures, 0);
@@ -650,28 +948,34 @@ static void run_failing_script(aoi_world *w, int with_failures, records *t1,
     assert_int_equal(aoi_move(w, id, 0, 0), AOI_ENOENT);
 }
 
-static void test_failed_operations_change_nothing(void **state)
+typedef void (*failing_script)(aoi_world *w, int with_failures, records *t1,
+                               records *t2, answer views[8]);
+
+/* Runs `script` on two worlds of every layout, the second with its failing
+   calls: the events, the views of ids 1 to 7 (but `gone`, removed at the
+   end) and the number of entities must come out the same. */
+static void expect_failures_change_nothing(failing_script script,
+                                           uint64_t gone, uint64_t entities)
 {
-  (void)state;
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
     records clean1 = {0}, clean2 = {0}, dirty1 = {0}, dirty2 = {0};
     answer clean_views[8], dirty_views[8];
     aoi_world *a = world_for(layouts[l], 30);
     aoi_world *b = world_for(layouts[l], 30);
-    run_failing_script(a, 0, &clean1, &clean2, clean_views);
-    run_failing_script(b, 1, &dirty1, &dirty2, dirty_views);
+    script(a, 0, &clean1, &clean2, clean_views);
+    script(b, 1, &dirty1, &dirty2, dirty_views);
     assert_true(clean1.count > 0 && clean2.count > 0);
     expect_records(&dirty1, clean1.items, clean1.count);
     expect_records(&dirty2, clean2.items, clean2.count);
     for (uint64_t id = 1; id <= 7; id++)
-      if (id != 5)
+      if (id != gone)
         expect_ids(&dirty_views[id], clean_views[id].ids,
                    clean_views[id].count);
     aoi_stats sa, sb;
     assert_int_equal(aoi_stats_get(a, &sa), 0);
     assert_int_equal(aoi_stats_get(b, &sb), 0);
-    assert_int_equal(sa.entities, 6);
-    assert_int_equal(sb.entities, 6);
+    assert_int_equal(sa.entities, entities);
+    assert_int_equal(sb.entities, entities);
     aoi_destroy(a);
     aoi_destroy(b);
     records_free(&clean1);
@@ -679,6 +983,18 @@ static void test_failed_operations_change_nothing(void **state)
     records_free(&dirty1);
     records_free(&dirty2);
   }
+}
+
+static void test_failed_operations_change_nothing(void **state)
+{
+  (void)state;
+  expect_failures_change_nothing(run_failing_script, 5, 6);
+}
+
+static void test_failed_policy_calls_change_nothing(void **state)
+{
+  (void)state;
+  expect_failures_change_nothing(run_policy_script, 0, 7);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -2119,6 +2435,8 @@ int main(void)
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_operation_error_order),
       cmocka_unit_test(test_failed_operations_change_nothing),
+      cmocka_unit_test(test_policy_error_order),
+      cmocka_unit_test(test_failed_policy_calls_change_nothing),
       cmocka_unit_test(test_trace_example),
       cmocka_unit_test(test_events_accumulate),
       cmocka_unit_test(test_pending_ascending_and_stable),

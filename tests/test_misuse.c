@@ -126,6 +126,10 @@ static void calls_in_flight_are_busy(void **state)
     assert_int_equal(aoi_move(w, 1, 50, 50), AOI_EBUSY);
     assert_int_equal(aoi_set_radius(w, 1, 3), AOI_EBUSY);
     assert_int_equal(aoi_set_layers(w, 1, 0, 0), AOI_EBUSY);
+    assert_int_equal(aoi_set_appeal(w, 1, 40), AOI_EBUSY);
+    assert_int_equal(aoi_set_appeal(w, 99999, NAN), AOI_EBUSY);
+    assert_int_equal(aoi_set_cap(w, 1, 1), AOI_EBUSY);
+    assert_int_equal(aoi_set_cap(w, 99999, 1), AOI_EBUSY);
     assert_int_equal(aoi_remove(w, 2), AOI_EBUSY);
     assert_int_equal(aoi_drain(w, 1, &e, &n), AOI_EBUSY);
     assert_int_equal(aoi_pending(w, &ids, &n), AOI_EBUSY);

@@ -30,9 +30,9 @@
 set -u
 
 replay=${1:?usage: trace-policies.sh PATH/TO/aoi-replay}
-# $tmp, $pass, $fail and check NAME WANT_RC (trace-check.sh)
-# shellcheck source=trace-check.sh
-. "$(dirname "$0")/trace-check.sh"
+# $tmp, $pass, $fail and check NAME WANT_RC (replay-check.sh)
+# shellcheck source=replay-check.sh
+. "$(dirname "$0")/replay-check.sh"
 
 # --- rejected -------------------------------------------------------------
 
