@@ -355,3 +355,17 @@ int aoi__pending_update(aoi_world *w)
   p->count = p->ids_count = n;
   return 0;
 }
+
+int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
+{
+  if (w == NULL || ids == NULL || count == NULL)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  int rc = aoi__pending_update(w);
+  if (rc != 0)
+    return rc;
+  *ids = w->pending.ids;
+  *count = w->pending.ids_count;
+  return 0;
+}
