@@ -76,6 +76,7 @@ static void depart(aoi__shard *s, const aoi__entity *e)
 {
   if (!(e->flags & AOI_MARKER))
     return;
+  AOI__ASSERT(s->departed_count < s->departed_capacity);
   aoi__ghost *d = &s->departed[s->departed_count++];
   d->id = e->id;
   d->handle = e->handle;
@@ -117,6 +118,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
     return;
   }
   aoi__location *loc = &w->location[r->handle];
+  AOI__ASSERT(loc->shard == s->index && loc->slot < s->count);
   aoi__entity *e = &s->entities[loc->slot];
   e->changed = tick;
   if (r->what & AOI__RECORD_MOVE) {
@@ -174,6 +176,7 @@ void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick)
 
 void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   s->touched_count = s->departed_count = 0;
   const aoi__queue *q;
   while ((q = aoi__ring_pop(s->ops)) == NULL)
@@ -239,6 +242,7 @@ void aoi__take_handoffs(aoi__worker *k, const aoi__batch *b)
   aoi_world *w = k->world;
   const aoi__handoff *items = b->items;
   for (uint32_t i = 0; i < b->count; i++) {
+    AOI__ASSERT(aoi__worker_of(w, items[i].shard) == k->index);
     AOI__STRESS();
     int rc = aoi__shard_insert(&w->allocator, &w->shards[items[i].shard],
                                w->location, &items[i].entity);

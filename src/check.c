@@ -93,6 +93,7 @@ static bool queues_valid(const aoi_world *w)
 
 bool aoi__world_valid(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight);
   if (!aoi__idmap_valid(&w->ids))
     return false;
   uint64_t live = 0, watchers = 0;
@@ -161,4 +162,23 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
         return false;
   }
   return s->grid.width == 0 || aoi__grid_valid(&s->grid);
+}
+
+/* A world of up to this many live entities is walked after every tick; a
+   larger one after every CHECK_PERIOD-th, so that a checked build's large
+   tests (the bench's verification runs, the soak) stay quick. */
+#define CHECK_EVERY_TICK_UP_TO 20000u
+#define CHECK_PERIOD 16u
+
+void aoi__check_tick(aoi_world *w)
+{
+  if (w->live > CHECK_EVERY_TICK_UP_TO && w->tick % CHECK_PERIOD != 0)
+    return;
+  if (!aoi__world_valid(w)) {
+    fprintf(stderr,
+            "aoi: the world's invariants do not hold after tick %llu "
+            "(AOI_CHECK_INVARIANTS)\n",
+            (unsigned long long)w->tick);
+    abort();
+  }
 }

@@ -486,6 +486,7 @@ static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
 void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
                         const aoi__tick_command *cmd)
 {
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   uint64_t started = aoi__now_ns();
   int rc = index_shard(k, s, cmd->cell_size, cmd->tick);
   if (rc != 0) {

@@ -20,11 +20,13 @@
    watchers. */
 static inline bool aoi__is_member(const aoi__worker *k, uint32_t h)
 {
+  AOI__ASSERT(h / 64 < k->member_words / 2);
   return (k->member[h / 64] >> (h % 64)) & 1;
 }
 
 static inline void aoi__set_member(aoi__worker *k, uint32_t h)
 {
+  AOI__ASSERT(h / 64 < k->member_words / 2);
   k->member[h / 64] |= (uint64_t)1 << (h % 64);
 }
 
@@ -186,6 +188,7 @@ static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
   if (total == 0)
     return;
   aoi__segment *seg = &k->world->segments[k->index];
+  AOI__ASSERT(seg->count + AOI__RECORD_HEADER + total <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
   rec[0] = e->handle;
   rec[1] = nl;

@@ -22,6 +22,7 @@
    computes no view this tick. */
 static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
 {
+  AOI__ASSERT(aoi__worker_of(k->world, t->index) == k->index);
   int rc = aoi__reserve(&k->world->allocator, (void **)&t->ghosts,
                         &t->ghost_capacity, t->ghost_count + 1,
                         sizeof(aoi__ghost));
@@ -69,6 +70,7 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double reach,
 void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
                          uint64_t tick)
 {
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   for (uint32_t i = 0; i < s->count; i++) {
     const aoi__entity *e = &s->entities[i];
     if (!(e->flags & AOI_MARKER))

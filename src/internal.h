@@ -4,22 +4,32 @@
  * flows"). The types they work on are in world.h, below it; who owns what,
  * and when, is written there.
  *
- *   host thread                         each worker, its own shards
- *   -----------                         ---------------------------
- *   submit.c    ops -> queued records
- *   tick.c      begin / poll / end  --> worker.c   the steps, batches
- *     rebalance.c  new shard cuts         apply.c    records, handoffs
- *                                         exchange.c ghosts
- *                                         compute.c  views -> events
- *                                           policy.c   caps, appeals, bands
- *                                           view.c     view storage, records
- *   outbox.c    delivery            <--  (the segments the workers wrote)
- *   query.c     reads between ticks
- *   world.c     create / destroy        check.c    invariant walks
+ *   host thread, between ticks          each worker, on its own shards
+ *   submit.c   ops -> queued records
+ *   tick.c     begin / poll / end  -->  worker.c   threads, batches, steps
+ *   rebalance.c new shard cuts          apply.c    1. records, handoffs
+ *                                       exchange.c 2. ghosts
+ *                                       compute.c  3. views -> events
+ *                                       policy.c      caps, appeals, bands
+ *                                       view.c        view storage
+ *   outbox.c   delivery of the events the workers left in their segments
+ *   query.c    reads between ticks
+ *   world.c    create / destroy         check.c    invariant walks
  *
- * A file calls only files below it in this list or in the header stack
- * (base.h's comment); tick.c is the one place the host side reaches the
- * worker side (aoi__tick_on_host, and the rings the workers wait on).
+ * Calls between files (what each object file takes from the others) only
+ * go down, so the files form a stack and each can be read without those
+ * above it:
+ *
+ *   world.c    -> submit.c tick.c worker.c outbox.c
+ *   tick.c     -> rebalance.c worker.c outbox.c check.c
+ *   submit.c   -> outbox.c
+ *   query.c    -> view.c
+ *   worker.c   -> apply.c exchange.c compute.c view.c
+ *   compute.c  -> policy.c view.c
+ *   policy.c   -> view.c
+ *   apply.c    -> view.c
+ *   every file -> alloc.c grid.c idmap.c ring.c sync.c, the bottom, which
+ *                 call only alloc.c (and ring.c the stress points in sync.c)
  */
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H

@@ -167,6 +167,7 @@ void aoi__record_drop(aoi_world *w, uint32_t h)
 
 int aoi__segments_settle(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight);
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
     if (seg->taken < seg->records) {
@@ -196,6 +197,7 @@ int aoi__segments_settle(aoi_world *w)
 
 void aoi__segments_assign(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight);
   unsigned segments = w->threads;
   for (unsigned i = 0; i < segments; i++)
     w->segments[i].backlog_count = 0;

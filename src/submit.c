@@ -168,6 +168,7 @@ static uint32_t take_handle(aoi_world *w)
 {
   if (w->free_count > 0)
     return w->free_handles[--w->free_count];
+  AOI__ASSERT(w->handle_count < w->handle_capacity);
   return w->handle_count++;
 }
 
@@ -200,6 +201,7 @@ static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard)
   aoi__queue *q = &w->shards[shard].queue;
   if (w->queued[h] != AOI__NONE)
     return &q->records[w->queued[h]];
+  AOI__ASSERT(q->count < q->capacity);
   aoi__record *r = &q->records[q->count];
   memset(r, 0, sizeof(*r));
   r->handle = h;
@@ -241,6 +243,7 @@ static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
 {
   aoi__queue *q = &w->shards[shard].queue;
   uint32_t at = w->queued[h];
+  AOI__ASSERT(at < q->count && q->records[at].handle == h);
   aoi__record *r = &q->records[at];
   retarget(w, r, shard, shard);
   w->shards[shard].arrivals_bound--; /* its insertion */

@@ -303,6 +303,9 @@ int aoi_tick_end(aoi_world *w)
   st->entities = w->live;
   st->watchers = w->watchers;
   st->tick_ns = aoi__now_ns() - w->tick_started;
+#ifdef AOI_CHECK_INVARIANTS
+  aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
+#endif
   return rc;
 }
 

@@ -22,6 +22,7 @@ void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
                        aoi__candidate *enters, uint32_t n,
                        const uint64_t *idof, const aoi__mark *mark)
 {
+  AOI__ASSERT(kept + n <= view->capacity);
   uint32_t *hs = view->handles;
   uint32_t lo = 0;
   /* enters[j].id is no longer needed once placed: keep the place there */

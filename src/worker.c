@@ -117,6 +117,7 @@ static void receive_batches(aoi__worker *k, uint32_t phase,
       aoi__batch *b = aoi__ring_pop(w->peer[i * w->threads + k->index]);
       if (b == NULL)
         continue;
+      AOI__ASSERT(b->phase == phase);
       if (b->phase != phase)
         aoi__fail(k, AOI_EINVAL); /* cannot happen: rings are FIFO */
       handle(k, b);
