@@ -11,7 +11,7 @@
  * clamps positions into its range with a monotonic cell function, so a box
  * query over clamped cells still finds every point inside the box.
  */
-#include "internal.h"
+#include "grid.h"
 
 #include <math.h>
 #include <string.h>

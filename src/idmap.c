@@ -29,7 +29,7 @@
  * only aoi__idmap_valid walks the slots, and it answers a bool. So the
  * library's output does not depend on the key.
  */
-#include "internal.h"
+#include "idmap.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -1,763 +1,76 @@
 /*
- * internal.h: declarations shared by the library's files, all prefixed aoi__.
+ * internal.h: the functions the library's files share, all prefixed aoi__,
+ * grouped by file in the order of a tick (DESIGN.md, "A tick, as data
+ * flows"). The types they work on are in world.h, below it; who owns what,
+ * and when, is written there.
  *
- * Who owns what (the one rule every file keeps):
+ *   host thread, between ticks          each worker, on its own shards
+ *   submit.c   ops -> queued records
+ *   tick.c     begin / poll / end  -->  worker.c   threads, batches, steps
+ *   rebalance.c new shard cuts          apply.c    1. records, handoffs
+ *                                       exchange.c 2. ghosts
+ *                                       compute.c  3. views -> events
+ *                                       policy.c      caps, appeals, bands
+ *                                       view.c        view storage
+ *   outbox.c   delivery of the events the workers left in their segments
+ *   query.c    reads between ticks
+ *   world.c    create / destroy         check.c    invariant walks
  *
- *  - The host thread owns the world between ticks: the id map, the handle
- *    table (struct aoi__host_entity), the shards' op queues it is filling,
- *    the pending list, and (between ticks) every outbox and the location
- *    table.
- *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
- *    for every entity handle its shards own, that handle's entry in the
- *    location table (world->location) and, for watchers, its outbox
- *    (world->outbox). Ownership of a handle moves with the entity: a handoff
- *    message through a ring carries it from one worker to the next.
- *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
- *    (op queues), host -> worker (tick commands), worker -> worker (handoff
- *    and ghost batches), worker -> host (tick done). A push publishes with
- *    release and a pop acquires, so what the producer wrote before the push
- *    is visible to the consumer after the pop. Bells (sync.c) only wake
- *    sleepers; they carry no data.
+ * Calls between files (what each object file takes from the others) only
+ * go down, so the files form a stack and each can be read without those
+ * above it:
  *
- * Handles are 32-bit indices into the per-handle tables. A removed entity's
- * handle is reused only after the tick that applied the removal, when no view
- * can still hold it; one added and removed between the same two ticks was
- * never seen, and is reused at once.
+ *   world.c    -> submit.c tick.c worker.c outbox.c
+ *   tick.c     -> rebalance.c worker.c outbox.c check.c
+ *   submit.c   -> outbox.c
+ *   query.c    -> view.c
+ *   worker.c   -> apply.c exchange.c compute.c view.c
+ *   compute.c  -> policy.c view.c
+ *   policy.c   -> view.c
+ *   apply.c    -> view.c
+ *   every file -> alloc.c grid.c idmap.c ring.c sync.c, the bottom, which
+ *                 call only alloc.c (and ring.c the stress points in sync.c)
  */
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H
 
-#include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include "world.h"
 
-#include "aoi.h"
+/* ---- host side ---------------------------------------------------------- */
 
-#define AOI__NONE UINT32_MAX
-#define AOI__MAX_THREADS 256u
-#define AOI__MAX_SHARDS 4096u
-/* A grid cell's side, as a share of the usual watcher reach. */
-#ifndef AOI__CELL_PER_REACH
-#define AOI__CELL_PER_REACH 0.5
-#endif
-/* A tick whose cost, about live entities + 16 x queued records, is at most
-   this runs on the host thread (host.c): waking the workers would cost
-   more. */
-#define AOI__INLINE_COST 2048u
+/* submit.c: the handle tables, the op records and their queues. */
+int aoi__host_init(struct aoi_world *world);
+/* Frees everything the host side holds: the id map, the handle tables,
+   the queues, the rebalancing plan and the query scratch. */
+void aoi__host_free(struct aoi_world *world);
 
-/* ---- allocation (world.c) ---------------------------------------------- */
-
-void *aoi__alloc(const aoi_allocator *a, size_t size);
-void *aoi__calloc(const aoi_allocator *a, size_t size);
-void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
-                   size_t new_size);
-void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
-/* Grows *array (of `elem`-byte items, capacity *cap) to hold at least `need`
-   items, doubling. Returns 0 or AOI_ENOMEM (then nothing changed). */
-int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
-                 uint32_t need, size_t elem);
-/* Like aoi__reserve, but a growth leaves room for half as much again: for
-   arrays whose need wanders around a level, which then stop growing once
-   the crowd settles. */
-int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
-                       uint32_t need, size_t elem);
-/* The capacity a growing view or outbox takes: half as much room again as
-   it needs, and at least `hint`, rounded up to a multiple of 8. */
-uint32_t aoi__roomy(uint32_t need, uint32_t hint);
-
-/* The most an array needed in the current and in the last period of a few
-   ticks (host only): what it keeps when a burst has passed. */
-typedef struct aoi__peak {
-  uint32_t now, last;
-} aoi__peak;
-
-static inline void aoi__peak_note(aoi__peak *peak, uint32_t need)
+static inline bool aoi__radius_ok(const struct aoi_world *w, float radius)
 {
-  if (need > peak->now)
-    peak->now = need;
-}
-static inline uint32_t aoi__peak_recent(const aoi__peak *peak)
-{
-  return peak->now > peak->last ? peak->now : peak->last;
-}
-static inline void aoi__peak_turn(aoi__peak *peak)
-{
-  peak->last = peak->now;
-  peak->now = 0;
-}
-/* Gives back the room of an array that grew for a burst: when it holds
-   more than 4x `recent` items (and more than a small floor), it shrinks to
-   aoi__roomy(recent). A failed shrink keeps the array as it was. */
-void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
-                 uint32_t recent, size_t elem);
-uint64_t aoi__now_ns(void);
-
-/* ---- rings (ring.c: the only file that includes <ck_ring.h>) ----------- */
-
-typedef struct aoi__ring aoi__ring;
-/* A ring that holds at least `capacity` pointers. NULL on failure. */
-aoi__ring *aoi__ring_create(const aoi_allocator *a, unsigned capacity);
-void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring);
-/* Producer side only. Returns 0, or -1 when the ring is full. */
-int aoi__ring_push(aoi__ring *ring, void *item);
-/* Consumer side only. Returns the oldest item, or NULL when empty. */
-void *aoi__ring_pop(aoi__ring *ring);
-unsigned aoi__ring_capacity(const aoi__ring *ring);
-/* Items queued; exact only when the ring is quiescent. */
-unsigned aoi__ring_count(const aoi__ring *ring);
-/* Doubles the capacity, keeping the items. Only while no other thread uses
-   the ring (the host between ticks). Returns 0 or AOI_ENOMEM. */
-int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring);
-/* Invariant check: a power-of-two size and at most size - 1 items. */
-bool aoi__ring_valid(const aoi__ring *ring);
-
-/* ---- bells (sync.c) ----------------------------------------------------- */
-
-/* A bell wakes a thread that waits for ring traffic. The waiter reads the
-   sequence, tries its rings, and waits only if the sequence did not move. It
-   spins for a while (spin_ns, or what the call says), then sleeps: on a
-   futex on the sequence (Linux), else on a condition variable. A ringer
-   makes a system call only when somebody sleeps. */
-typedef struct aoi__bell {
-  _Atomic uint32_t sequence;
-  _Atomic uint32_t sleepers;
-  uint32_t spin_ns; /* how long aoi__bell_wait spins; set before use */
-#ifndef __linux__
-  pthread_mutex_t mutex;
-  pthread_cond_t cond;
-#endif
-} aoi__bell;
-
-int aoi__bell_init(aoi__bell *bell);
-void aoi__bell_destroy(aoi__bell *bell);
-uint32_t aoi__bell_read(aoi__bell *bell);
-void aoi__bell_ring(aoi__bell *bell);
-/* Waits until the sequence is no longer `seen`, spinning bell->spin_ns
-   first. */
-void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
-/* The same, spinning `spin_ns` first (0: sleep at once). */
-void aoi__bell_wait_for(aoi__bell *bell, uint32_t seen, uint32_t spin_ns);
-
-/* Stress points (sync.c): with AOI_STRESS defined, each one may yield, spin
-   or sleep a few microseconds at random, so that tests meet the rare
-   interleavings of rings, handoffs and merges. Free otherwise. */
-#ifdef AOI_STRESS
-void aoi__stress_point(void);
-#define AOI__STRESS() aoi__stress_point()
-#else
-#define AOI__STRESS() ((void)0)
-#endif
-
-/* ---- id map (idmap.c): uint64 id -> uint32 handle, host thread only ---- */
-
-/* One slot: the id, its handle, and the low bits of the id's keyed hash
-   (its home slot in any table of up to 2^32 slots, so growing and deleting
-   need not rehash). 16 bytes: a lookup reads one cache line. */
-typedef struct aoi__idmap_slot {
-  uint64_t id;
-  uint32_t handle; /* AOI__NONE marks an empty slot */
-  uint32_t hash;
-} aoi__idmap_slot;
-_Static_assert(sizeof(aoi__idmap_slot) == 16, "four slots a cache line");
-
-typedef struct aoi__idmap {
-  aoi__idmap_slot *slots;
-  uint32_t capacity; /* a power of two, or 0 */
-  uint32_t count;
-  uint64_t key[2]; /* this map's secret hash key, drawn at init */
-} aoi__idmap;
-
-/* Empties the map and draws its key. Cannot fail. */
-void aoi__idmap_init(aoi__idmap *map);
-/* Frees the slots; the map stays usable, empty, with the same key. */
-void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map);
-uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id);
-/* Makes room for one more id; call before aoi__idmap_put. On failure
-   returns AOI_ENOMEM and changes nothing. */
-int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map);
-void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle);
-void aoi__idmap_del(aoi__idmap *map, uint64_t id);
-/* O(capacity): every live slot is found by its id, holds its hash, and no
-   gap splits it from its home slot; count and load factor agree. */
-bool aoi__idmap_valid(const aoi__idmap *map);
-
-/* ---- geometry (grid.c): pure functions, no threads --------------------- */
-
-typedef struct aoi__shape {
-  aoi_shape kind;
-  double cell; /* AOI_SHAPE_CELLS */
-} aoi__shape;
-
-/* Whether B at (bx, by) is within reach `reach` of A at (ax, ay). Inline:
-   it is the innermost test of a tick. */
-static inline bool aoi__within(const aoi__shape *shape, float ax, float ay,
-                               float bx, float by, double reach)
-{
-  double dx = (double)bx - (double)ax;
-  double dy = (double)by - (double)ay;
-  switch (shape->kind) {
-  case AOI_SHAPE_SQUARE:
-    return (dx < 0 ? -dx : dx) <= reach && (dy < 0 ? -dy : dy) <= reach;
-  case AOI_SHAPE_CELLS: {
-    double c = shape->cell;
-    double k = ceil(reach / c);
-    double cx = floor((double)bx / c) - floor((double)ax / c);
-    double cy = floor((double)by / c) - floor((double)ay / c);
-    return (cx < 0 ? -cx : cx) <= k && (cy < 0 ? -cy : cy) <= k;
-  }
-  case AOI_SHAPE_CIRCLE:
-  default:
-    return dx * dx + dy * dy <= reach * reach;
-  }
-}
-/* A box [x0, x1] x [y0, y1] that holds every point within `reach` of (x, y),
-   slightly inflated so that float rounding can never drop one. */
-void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
-                    double box[4]);
-/* The largest per-axis distance at which anything can be within `reach`. */
-double aoi__reach_extent(const aoi__shape *shape, double reach);
-
-/* Shard layout: cols x rows rectangles split at xcut / ycut. Column c holds
-   xcut[c-1] <= x < xcut[c]; the edge columns extend to infinity. */
-typedef struct aoi__layout {
-  unsigned cols, rows;
-  double *xcut; /* cols - 1 cuts, ascending */
-  double *ycut; /* rows - 1 cuts, ascending */
-} aoi__layout;
-
-int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
-                     unsigned shards, double min_x, double min_y,
-                     double max_x, double max_y);
-void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout);
-unsigned aoi__layout_col(const aoi__layout *layout, double x);
-unsigned aoi__layout_row(const aoi__layout *layout, double y);
-unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
-
-/* Uniform spatial grid over one shard's entries, rebuilt every tick by a
-   counting sort; entries are stored by cell, structure of arrays. Within a
-   cell come first the markers that changed this tick (added, moved, new
-   layers), then the other markers, then the entries that are no marker:
-   start[] has AOI__GRID_CLASSES offsets per cell. After all cells come the
-   departures (where a marker that moved or was removed this tick stood at
-   the end of the last one), by cell: cell c's are
-   [start[AOI__GRID_CLASSES * cells + c], ... + 1). Only the compute phase's
-   unchanged watchers look at departures. */
-#define AOI__ENTRY_MARKER 1u
-#define AOI__ENTRY_WATCHER 2u
-#define AOI__ENTRY_OWNED 4u
-#define AOI__ENTRY_CHANGED 8u
-#define AOI__ENTRY_DEPARTED 16u
-#define AOI__ENTRY_STALE 32u /* a watcher whose view the last tick kept */
-#define AOI__ENTRY_MOVED 64u /* a marker whose position changed this tick */
-#define AOI__ENTRY_APPEAL 128u /* a marker whose appeal is not 0 */
-#define AOI__GRID_CLASSES 3u
-
-typedef struct aoi__grid {
-  double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
-  uint32_t width, height;
-  uint32_t *start; /* (AOI__GRID_CLASSES + 1) * width * height + 1 */
-  uint32_t start_capacity;
-  /* (width + 1) * (height + 1) prefix sums over cells of the changed
-     markers and departures: dirty[(cy) * (width + 1) + cx] counts those in
-     cells [0, cx) x [0, cy). */
-  uint32_t *dirty;
-  uint32_t dirty_capacity;
-  uint32_t count, capacity;
-  float *x, *y;
-  uint64_t *id;
-  uint32_t *handle, *layers, *info;
-  uint32_t *slot; /* owned entries: index in the shard's entity array */
-  float *radius;  /* owned watchers: the view radius, else 0 */
-  uint32_t *cell; /* scratch for the build */
-} aoi__grid;
-
-/* One entry to index. */
-typedef struct aoi__grid_item {
-  float x, y;
-  uint64_t id;
-  uint32_t handle, layers, info, slot;
-  float radius;
-} aoi__grid_item;
-
-void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid);
-/* Indexes `count` items with cells of side about `cell_size`. */
-int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
-                    const aoi__grid_item *items, uint32_t count,
-                    double cell_size);
-/* Indexes `count` items with cells as small as about `per_cell` items a
-   cell over the bulk of them allow: for searches by nearness. */
-int aoi__grid_build_dense(const aoi_allocator *a, aoi__grid *grid,
-                          const aoi__grid_item *items, uint32_t count,
-                          double per_cell);
-/* The inclusive cell range that covers box[4] (x0, y0, x1, y1). */
-void aoi__grid_range(const aoi__grid *grid, const double box[4],
-                     uint32_t range[4]);
-bool aoi__grid_valid(const aoi__grid *grid);
-/* How many changed markers and departures lie in the inclusive cell range
-   r[4] (x0, y0, x1, y1). */
-static inline uint32_t aoi__grid_dirty(const aoi__grid *grid,
-                                       const uint32_t r[4])
-{
-  uint32_t stride = grid->width + 1;
-  const uint32_t *d = grid->dirty;
-  return d[(r[3] + 1) * stride + r[2] + 1] - d[r[1] * stride + r[2] + 1] -
-         d[(r[3] + 1) * stride + r[0]] + d[r[1] * stride + r[0]];
-}
-/* The entries of cells cx0..cx1 of row cy, which lie contiguously (no
-   departures among them). */
-static inline uint32_t aoi__grid_row_begin(const aoi__grid *grid, uint32_t cy,
-                                           uint32_t cx0)
-{
-  return grid->start[AOI__GRID_CLASSES * (cy * grid->width + cx0)];
-}
-static inline uint32_t aoi__grid_row_end(const aoi__grid *grid, uint32_t cy,
-                                         uint32_t cx1)
-{
-  return grid->start[AOI__GRID_CLASSES * (cy * grid->width + cx1 + 1)];
+  return isfinite(radius) && radius >= 0 && radius <= w->config.max_radius;
 }
 
-/* ---- outboxes and the pending list (outbox.c) -------------------------- */
+/* Looks up a live id; AOI__NONE if it is not live. */
+static inline uint32_t aoi__live_handle(const struct aoi_world *w,
+                                        uint64_t id)
+{
+  return aoi__idmap_get(&w->ids, id);
+}
 
-/* Writes one event into an outbox, where the CPU allows with streaming
-   stores that bypass the caches: an outbox is written once a tick and read
-   by the host after it, so caching it would only evict the views and grids
-   the tick still reads. Streaming stores are weakly ordered: a worker calls
-   aoi__put_fence before it reports its tick done. Sanitizer builds define
-   AOI_PLAIN_STORES so every write stays visible to them. */
-#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
-#include <emmintrin.h>
-_Static_assert(sizeof(aoi_event) == 24, "an event is three 8-byte words");
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  long long words[3];
-  long long *at = (long long *)(void *)to;
-  memcpy(words, &event, sizeof(words));
-  _mm_stream_si64(at, words[0]);
-  _mm_stream_si64(at + 1, words[1]);
-  _mm_stream_si64(at + 2, words[2]);
-}
-static inline void aoi__put_fence(void)
-{
-  _mm_sfence();
-}
-#else
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  *to = event;
-}
-static inline void aoi__put_fence(void)
-{
-}
-#endif
+/* rebalance.c: moving the shard cuts, called by tick.c. */
+/* Decides whether this tick moves the shard cuts and, if so, plans the new
+   ones in world->plan and counts where every entity goes, so that the tick
+   can reserve for the handoffs. Changes nothing else; false when no move is
+   due or the plan cannot get memory. */
+bool aoi__plan_relayout(struct aoi_world *world);
+/* Makes the planned cuts the layout's. Cannot fail. */
+void aoi__commit_relayout(struct aoi_world *world);
 
-typedef struct aoi__outbox {
-  aoi_event *events;
-  uint32_t count, capacity;
-} aoi__outbox;
-
-/* Room for `count` more events at the end of the outbox (not yet counted),
-   or NULL when it cannot grow. A growth makes room for half as much again,
-   and for at least `hint` events (what a tick around there makes). A
-   drained outbox that once held a long backlog gives the excess back
-   first. */
+/* outbox.c: outboxes, segments, backlogs and the pending list */
 aoi_event *aoi__outbox_reserve(const aoi_allocator *a, aoi__outbox *outbox,
                                uint32_t count, uint32_t hint);
 int aoi__outbox_append(const aoi_allocator *a, aoi__outbox *outbox,
                        const aoi_event *events, uint32_t count);
 void aoi__outbox_free(const aoi_allocator *a, aoi__outbox *outbox);
-
-/* A delivery segment: the events worker i made in the last tick, as
-   records of 32-bit words: the watcher's handle, its numbers of leaves,
-   enters and moves, then the handles of the entities concerned in that
-   order. An event is 4 bytes here; its id and position are read at
-   delivery from world->idof and world->mark, which no thread changes
-   between ticks. world->event_at[h] is 1 + the offset of watcher h's record
-   while it is undelivered (0 otherwise). Records left undelivered when the
-   next tick begins are expanded into the watchers' outboxes first. */
-#define AOI__RECORD_HEADER 4u
-typedef struct aoi__segment {
-  uint32_t *words;
-  uint32_t count, capacity;
-  uint32_t records;  /* records written */
-  uint32_t taken;    /* records delivered or drained since */
-  aoi_event *scratch; /* aoi_deliver's expansion of one watcher */
-  uint32_t scratch_capacity;
-  /* The watchers with an outbox backlog and no record, delivered with this
-     segment: world->assigned[backlog_from ..][.. backlog_count]. */
-  uint32_t backlog_from, backlog_count;
-} aoi__segment;
-
-/* aoi_pending's answer, built on demand from the segments' records and the
-   backlog (outbox.c). Host only. */
-typedef struct aoi__pending_entry {
-  uint64_t id;
-  uint32_t handle;
-} aoi__pending_entry;
-
-typedef struct aoi__pending {
-  aoi__pending_entry *entries; /* the sort's buffer */
-  uint32_t count, capacity;
-  uint64_t *ids; /* the answer of the last aoi_pending */
-  uint32_t ids_count, ids_capacity;
-} aoi__pending;
-
-/* ---- entities, shards, workers, world ---------------------------------- */
-
-/* What a queued record changes (aoi__record.what). */
-#define AOI__RECORD_ADD 1u
-#define AOI__RECORD_MOVE 2u
-#define AOI__RECORD_RADIUS 4u
-#define AOI__RECORD_LAYERS 8u
-#define AOI__RECORD_REMOVE 16u
-#define AOI__RECORD_APPEAL 32u
-#define AOI__RECORD_CAP 64u
-
-/* Every operation submitted on one handle since the last tick, coalesced
-   into one record: the latest value of each field. A record that adds the
-   entity carries all of its fields and never removes it (an add and a
-   remove between the same two ticks cancel out); one that removes it
-   carries nothing else. The worker applies the add, the position, the
-   radius, the layers, the appeal and the cap, then the removal. */
-typedef struct aoi__record {
-  uint32_t handle;
-  uint32_t what; /* AOI__RECORD_* */
-  uint64_t id;
-  float x, y, radius, appeal;
-  uint32_t flags, layers, interest, cap;
-  uint32_t target; /* host only: the shard its position names, whose
-                      arrival (if not this shard) the host has counted */
-} aoi__record;
-
-/* A shard's records for the next tick, at most one per handle
-   (world->queued finds it). Filled by the host between ticks, handed to
-   the shard's worker through its op ring, read by it during the tick. */
-typedef struct aoi__queue {
-  aoi__record *records;
-  uint32_t count, capacity;
-  aoi__peak peak; /* host only: records, per shrink period */
-} aoi__queue;
-
-/* A watcher's view: the handles of the markers it sees, ordered by their
-   ids (world->idof). Four bytes an entry: the position a watcher was last
-   told is never stored, because every tick that computes a view tells each
-   kept marker that moved (see aoi__mark.moved), so what the client knows is
-   the position at the end of the last tick. A view held back by a failed
-   tick is marked for a resync instead (AOI__STALE_RESYNC). */
-typedef struct aoi__view {
-  uint32_t *handles;
-  uint32_t count, capacity;
-} aoi__view;
-
-/* With move bands (aoi_config.move_bands) a marker may be told late, so a
-   view also keeps the position each marker was last told: x, y per entry
-   in the order of the handles, in the same block after them (`told`
-   says whether the world has bands). */
-static inline float *aoi__view_told(const aoi__view *view, bool told)
-{
-  return told && view->handles != NULL
-             ? (float *)(void *)(view->handles + view->capacity)
-             : NULL;
-}
-static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
-{
-  return (sizeof(uint32_t) + (told ? 2 * sizeof(float) : 0)) * capacity;
-}
-
-/* An entity as its owning shard holds it. */
-typedef struct aoi__entity {
-  uint64_t id;
-  uint32_t handle;
-  uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
-  float x, y;
-  float radius;
-  float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
-  uint32_t layers, interest;
-  uint32_t cap;  /* as a watcher: the most markers it sees, 0 = all */
-  uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
-                        scratch, and tells every kept marker (resync) */
-  uint64_t touched;  /* the last tick whose ops moved or added it */
-  uint64_t changed;  /* the last tick whose ops changed it in any way */
-  aoi__view view;
-} aoi__entity;
-_Static_assert(sizeof(aoi__entity) == 80, "an entity in 80 bytes");
-
-#define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
-#define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
-#define AOI__STALE_POLICY 4u /* compute again next tick, with the policies:
-                                it sees a marker by its appeal, or was not
-                                told every move (move bands) */
-
-/* A read-only copy of a marker owned by another shard, or a departure. */
-#define AOI__GHOST_CHANGED 1u  /* the marker changed this tick */
-#define AOI__GHOST_DEPARTED 2u /* not a marker: where one stood, see grid */
-#define AOI__GHOST_MOVED 4u    /* its position changed this tick */
-#define AOI__GHOST_APPEAL 8u   /* its appeal is not 0 */
-typedef struct aoi__ghost {
-  uint64_t id;
-  uint32_t handle, layers;
-  float x, y;
-  uint32_t shard; /* destination, in batches */
-  uint32_t kind;  /* 0 or AOI__GHOST_* */
-} aoi__ghost;
-
-typedef struct aoi__handoff {
-  uint32_t shard; /* destination */
-  aoi__entity entity;
-} aoi__handoff;
-
-/* What any worker may read of any handle in the compute phase: where the
-   entity is and, when it is a live marker, its layers (else 0, so no
-   interest matches). Written only in the apply phase, by the worker whose
-   shard applies the handle's ops; the exchange batches every worker waits
-   for before computing order those writes before every read. */
-typedef struct aoi__mark {
-  float x, y;
-  uint32_t layers;
-  uint32_t moved; /* low 32 bits of the last tick that changed x or y */
-} aoi__mark;
-
-/* Where a handle lives: written only by its owning worker during a tick. */
-typedef struct aoi__location {
-  uint32_t shard, slot;
-} aoi__location;
-
-typedef struct aoi__shard {
-  uint32_t index;
-  aoi__ring *ops; /* host -> shard: &queue, once a tick */
-  aoi__queue queue;
-  aoi__entity *entities;
-  uint32_t count, capacity;
-  aoi__ghost *ghosts;
-  uint32_t ghost_count, ghost_capacity;
-  uint32_t *touched; /* handles moved or added this tick */
-  uint32_t touched_count, touched_capacity;
-  aoi__ghost *departed; /* this tick's departures from here (owned ones) */
-  uint32_t departed_count, departed_capacity;
-  uint32_t ghost_markers; /* ghosts that are markers, not departures */
-  aoi__grid grid;
-  aoi__grid fine;   /* for capped watchers, when there are any */
-  uint32_t capped;  /* owned watchers with a cap */
-  aoi__grid_item *items;
-  uint32_t items_capacity;
-  uint64_t compute_ns;
-  /* Set when this tick's input to the shard is incomplete (a ghost could
-     not be stored): its watchers keep their views and get no events. */
-  bool degraded;
-  /* Host only, reset every tick: an upper bound on what the apply phase
-     will add to this shard, so the host can reserve it all before the
-     tick: its records that add, plus the records elsewhere whose position
-     names this shard. (The records bound its touched and departed.) */
-  uint32_t arrivals_bound;
-  aoi__peak entity_peak; /* host only: entities reserved, per period */
-  aoi__peak ghost_peak;  /* host only: ghosts held, per period */
-} aoi__shard;
-
-/* A batch of messages from one worker to another for one phase. */
-typedef struct aoi__batch {
-  uint32_t phase; /* AOI_PHASE_APPLY (handoffs) or AOI_PHASE_EXCHANGE */
-  uint32_t count, capacity;
-  bool incomplete; /* an item could not be stored: the receiver degrades */
-  uint32_t bound;  /* host only: handoffs it may carry this tick */
-  aoi__peak peak;  /* host only: items, per shrink period */
-  void *items;     /* aoi__handoff or aoi__ghost */
-} aoi__batch;
-
-typedef struct aoi__tick_command {
-  uint64_t tick;
-  double ghost_reach; /* per-axis distance within which markers are ghosted */
-  double cell_size;   /* grid cell side */
-  bool relayout;      /* the shard cuts moved: check every entity's shard */
-  bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
-  bool appeals;       /* some live entity has an appeal */
-  int shutdown;
-} aoi__tick_command;
-
-/* A marker a policy watcher could see: its key (the distance, less the
-   hysteresis for a member), and how it was found. */
-#define AOI__PICK_MEMBER 1u /* in the view of the last tick */
-#define AOI__PICK_APPEAL 2u /* seen by its appeal, beyond the radius */
-typedef struct aoi__pick {
-  double key;
-  uint64_t id;
-  uint32_t handle;
-  uint32_t how; /* AOI__PICK_* */
-} aoi__pick;
-
-/* A marker that enters a watcher's view this tick. */
-typedef struct aoi__candidate {
-  uint64_t id;
-  uint32_t handle;
-} aoi__candidate;
-
-typedef struct aoi__worker {
-  struct aoi_world *world;
-  uint32_t index;
-  pthread_t thread;
-  bool started;
-  aoi__ring *control; /* host -> worker: tick commands */
-  aoi__ring *done;    /* worker -> host: tick finished */
-  aoi__bell bell;     /* rung by the host and by peers */
-  aoi__batch *handoffs_out; /* one per peer worker */
-  aoi__batch *ghosts_out;
-  /* compute scratch */
-  uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
-  uint32_t work_capacity;
-  /* sizes of the views computed whole, this tick and the last */
-  uint64_t view_sum, view_n, last_view_sum, last_view_n;
-  aoi__candidate *candidates; /* candidate_capacity, then as many spare */
-  uint32_t candidate_capacity;
-  uint32_t *hits; /* a watcher's moves, before they follow its enters */
-  uint32_t hit_capacity;
-  uint64_t *member; /* two bitsets over handles (see reserve_members); all
-                       clear between watchers */
-  uint32_t member_words;
-  /* The policies' scratch. A pick is a marker a watcher could see. */
-  struct aoi__pick *picks;
-  uint32_t pick_capacity;
-  /* The markers whose appeal reaches further than a watcher's radius,
-     per watcher of the shard being computed: those of slot i are the
-     grid entries appeal[appeal_start[i] .. appeal_start[i + 1]). */
-  uint32_t *appeal_start, appeal_start_capacity;
-  uint64_t *appeal_pairs; /* slot << 32 | entry, before the sort */
-  uint32_t appeal_pair_capacity;
-  uint32_t *appeal;
-  uint32_t appeal_capacity;
-  uint64_t phase_started; /* when the phase being timed began */
-  /* results of the last tick */
-  int error;
-  uint64_t phase_ns[AOI_PHASE_COUNT];
-  uint64_t handoffs, ghosts, events_made;
-  uint64_t lagging; /* watchers left with a marker not told where it is */
-} aoi__worker;
-
-/* The host's record of a handle. */
-#define AOI__LIVE 4u
-typedef struct aoi__host_entity {
-  uint64_t id;
-  uint64_t born;  /* the tick that first applies it */
-  float radius;
-  float appeal;
-  uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__LIVE */
-  uint32_t shard; /* where its ops go until `born` has been applied */
-} aoi__host_entity;
-
-/* One coordinate of a sampled entity and the work it stands for. */
-typedef struct aoi__sample {
-  float v;
-  uint32_t weight;
-} aoi__sample;
-
-/* A planned move of the shard cuts (host.c), host only. */
-typedef struct aoi__plan {
-  double *xcut, *ycut;  /* the new cuts */
-  uint32_t *arrivals;   /* per shard: entities that will move in */
-  uint32_t *bound;      /* per worker pair: handoffs between them */
-  struct aoi__sample *xs, *ys; /* sampled coordinates, weighted */
-  uint32_t xs_capacity, ys_capacity;
-} aoi__plan;
-
-struct aoi_world {
-  aoi_config config;
-  aoi_allocator allocator;
-  aoi__shape shape;
-  unsigned threads, shard_count;
-  aoi__layout layout;
-  aoi__worker *workers;
-  aoi__shard *shards;
-  aoi__ring **peer; /* peer[from * threads + to] */
-  aoi__bell host_bell;
-  uint32_t idle_spin_ns; /* a worker's spin before it sleeps between ticks */
-  aoi__tick_command command;
-
-  /* host side */
-  aoi__idmap ids;
-  aoi__host_entity *host; /* first of the per-handle tables, one block */
-  uint32_t handle_capacity, handle_count; /* high-water mark */
-  aoi__location *location;                /* per handle */
-  aoi__mark *mark;                        /* per handle */
-  float *appeal; /* per handle: a live marker's appeal, else 0; written
-                    and read like the marks */
-  aoi__outbox *outbox;                    /* per handle: the backlog */
-  uint32_t *event_at;                     /* per handle, see aoi__segment */
-  uint64_t *idof;                         /* per handle: its id */
-  uint8_t *in_backlog;                    /* per handle: in backlog[] */
-  uint32_t *queued;        /* per handle: its record's index in the queue
-                              of the shard route() names, or AOI__NONE */
-  uint32_t *free_handles; /* handle_capacity each, like every per-handle */
-  uint32_t free_count;     /* table: one block, see host.c */
-  uint32_t *limbo;         /* removed before this tick */
-  uint32_t limbo_count;
-  uint32_t *limbo_old;     /* removed before the last one: free after this
-                              tick, once its leaves were delivered */
-  uint32_t limbo_old_count;
-  aoi__segment *segments;  /* one per worker */
-  uint32_t *backlog;       /* per handle: watchers whose outbox holds events */
-  uint32_t backlog_count;
-  uint32_t *assigned;      /* per handle: the segments' backlog lists */
-  aoi__pending pending;
-  uint32_t records; /* queued in all shards */
-  uint64_t tick;
-  bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
-  uint64_t tick_started;  /* when the tick in flight began */
-  unsigned workers_done;  /* done reports taken for the tick in flight */
-  bool views_held;        /* the last tick held some views back */
-  bool lagging;           /* the last tick left a move untold (bands) */
-  /* A tick runs on the host when its cost is at most inline_cost, or when
-     it is a blocking tick (aoi_tick) of one worker and inline_single is
-     set. World.c sets them; tests change them. */
-  uint64_t inline_cost;
-  bool inline_single;
-  uint64_t live, watchers;
-  float radius_high; /* >= every live watcher's radius */
-  float appeal_high; /* >= every live entity's appeal */
-  bool appeal_high_dirty;
-  double radius_sum;  /* of the live watchers' radii, for the cell size */
-  bool radius_high_dirty;
-  double last_ghost_reach;
-  uint64_t *query_ids;
-  uint32_t query_capacity;
-  aoi__plan plan;
-
-  /* stats of the last tick */
-  aoi_stats stats;
-  uint32_t *shard_entities;
-  uint64_t *shard_ns;
-};
-
-/* Whether moves are told by distance bands, so that views keep told
-   positions (aoi__view_told). */
-static inline bool aoi__bands(const struct aoi_world *w)
-{
-  return w->config.move_events != 0 && w->config.move_band_count > 0;
-}
-
-/* shard.c */
-void *aoi__worker_main(void *arg);
-/* Runs a tick on the host thread, every worker's steps in turn, while the
-   workers sleep. Host only, with the queues on the op rings. */
-void aoi__tick_on_host(struct aoi_world *world,
-                       const aoi__tick_command *cmd);
-unsigned aoi__worker_of(const struct aoi_world *world, unsigned shard);
-int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
-                      aoi__location *location, const aoi__entity *entity);
-void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
-void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
-                      unsigned threads);
-bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
-void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
-/* The index of `id` in a view, or view->count when it holds no such id. */
-uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
-                        uint64_t id);
-
-/* host.c */
-int aoi__host_init(struct aoi_world *world);
-void aoi__host_free(struct aoi_world *world);
-
-/* outbox.c: segments, backlogs and the pending list */
 void aoi__pending_free(const aoi_allocator *a, aoi__pending *pending);
 void aoi__segment_free(const aoi_allocator *a, aoi__segment *segment);
 /* Fills pending->ids with the ids of the watchers that have undrained
@@ -773,8 +86,87 @@ void aoi__segments_assign(struct aoi_world *world);
 /* Drops the record of watcher h, if any (a removed watcher). */
 void aoi__record_drop(struct aoi_world *world, uint32_t h);
 
-/* world.c: an invariant walk of the whole world, for tests (host only,
-   between ticks). Returns true when every structure is consistent. */
+/* ---- worker side -------------------------------------------------------- */
+
+/* worker.c: the worker threads, the batches between them, a tick's steps. */
+void *aoi__worker_main(void *arg);
+/* Runs a tick on the host thread, every worker's steps in turn, while the
+   workers sleep. Host only, with the queues on the op rings. */
+void aoi__tick_on_host(struct aoi_world *world,
+                       const aoi__tick_command *cmd);
+void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
+void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
+                      unsigned threads);
+
+/* The worker that owns a shard. */
+static inline unsigned aoi__worker_of(const struct aoi_world *w,
+                                      unsigned shard)
+{
+  return shard % w->threads;
+}
+
+/* Records a worker's first failure of the tick; aoi_tick_end returns it. */
+static inline void aoi__fail(aoi__worker *k, int rc)
+{
+  if (k->error == 0)
+    k->error = rc;
+}
+
+/* Appends one item to a batch for a peer; a failure marks the batch
+   incomplete (its receiver degrades) and the worker failed. */
+static inline void aoi__batch_append(aoi__worker *k, aoi__batch *b,
+                                     const void *item, size_t size)
+{
+  int rc = aoi__reserve(&k->world->allocator, &b->items, &b->capacity,
+                        b->count + 1, size);
+  if (rc != 0) {
+    aoi__fail(k, rc);
+    b->incomplete = true;
+    return;
+  }
+  memcpy((char *)b->items + size * b->count++, item, size);
+}
+
+/* apply.c: step 1, on worker k for its own shard s. */
+int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
+                      aoi__location *location, const aoi__entity *entity);
+/* Takes the shard's queue from its op ring and applies its records. */
+void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick);
+/* Marks the markers whose position changed this tick (their `moved`). */
+void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick);
+/* Hands off the entities that now lie in another shard. */
+void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout);
+/* Inserts the entities of a peer's handoff batch. */
+void aoi__take_handoffs(aoi__worker *k, const aoi__batch *b);
+
+/* exchange.c: step 2. */
+/* Ghosts the shard's markers and departures to the shards near them. */
+void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
+                         uint64_t tick);
+/* Stores the ghosts of a peer's batch. */
+void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b);
+
+/* compute.c: step 3 (with policy.c and view.c, see compute.h). */
+/* Indexes the shard and computes the views and events of its watchers. */
+void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
+                        const aoi__tick_command *cmd);
+
+/* view.c: what the other files need of a view. */
+void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
+/* The index of `id` in a view, or view->count when it holds no such id. */
+uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+                        uint64_t id);
+
+/* ---- invariants (check.c) ----------------------------------------------- */
+
+/* An invariant walk of the whole world, for tests and the checked builds
+   (host only, between ticks). Returns true when every structure is
+   consistent. */
 bool aoi__world_valid(struct aoi_world *world);
+bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
+/* Called by aoi_tick_end where AOI_CHECK_INVARIANTS is defined: walks the
+   world (every tick, or every few ticks for a large one) and aborts with a
+   message when it is not consistent. */
+void aoi__check_tick(struct aoi_world *world);
 
 #endif /* AOI_INTERNAL_H */

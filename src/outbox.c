@@ -167,6 +167,7 @@ void aoi__record_drop(aoi_world *w, uint32_t h)
 
 int aoi__segments_settle(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight);
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
     if (seg->taken < seg->records) {
@@ -196,6 +197,7 @@ int aoi__segments_settle(aoi_world *w)
 
 void aoi__segments_assign(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight);
   unsigned segments = w->threads;
   for (unsigned i = 0; i < segments; i++)
     w->segments[i].backlog_count = 0;
@@ -353,5 +355,19 @@ int aoi__pending_update(aoi_world *w)
   for (uint32_t i = 0; i < n; i++)
     p->ids[i] = p->entries[i].id;
   p->count = p->ids_count = n;
+  return 0;
+}
+
+int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
+{
+  if (w == NULL || ids == NULL || count == NULL)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  int rc = aoi__pending_update(w);
+  if (rc != 0)
+    return rc;
+  *ids = w->pending.ids;
+  *count = w->pending.ids_count;
   return 0;
 }

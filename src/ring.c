@@ -8,7 +8,8 @@
  * with acquire on pop, so whatever the producer wrote before a push is
  * visible to the consumer after the matching pop.
  */
-#include "internal.h"
+#include "ring.h"
+#include "sync.h" /* stress points */
 
 #include <string.h>
 

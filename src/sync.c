@@ -14,7 +14,7 @@
  * sleep. Elsewhere a mutex and a condition variable do the same; the mutex
  * is touched only when a waiter actually sleeps.
  */
-#include "internal.h"
+#include "sync.h"
 
 #include <sched.h>
 #include <time.h>
@@ -153,3 +153,10 @@ void aoi__stress_point(void)
   }
 }
 #endif
+
+uint64_t aoi__now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,7 +1,8 @@
 /*
- * world.c: the world's lifecycle and configuration, the allocator hooks,
- * error names and statistics. A world is created with its shards, rings and
- * worker threads, all of which live until aoi_destroy.
+ * world.c: the world's lifecycle and configuration: aoi_create and
+ * aoi_destroy, the default allocator hooks, error names and the version. A
+ * world is created with its shards, rings and worker threads, all of which
+ * live until aoi_destroy; the host side's state (submit.c) grows with use.
  */
 #include "internal.h"
 
@@ -11,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- allocation --------------------------------------------------------- */
+/* ---- the default allocator hooks (malloc) ------------------------------- */
 
 static void *default_alloc(void *user, size_t size)
 {
@@ -32,92 +33,6 @@ static void default_free(void *user, void *ptr, size_t size)
   (void)user;
   (void)size;
   free(ptr);
-}
-
-void *aoi__alloc(const aoi_allocator *a, size_t size)
-{
-  return a->alloc(a->user, size ? size : 1);
-}
-
-void *aoi__calloc(const aoi_allocator *a, size_t size)
-{
-  void *p = aoi__alloc(a, size);
-  if (p != NULL)
-    memset(p, 0, size ? size : 1);
-  return p;
-}
-
-void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
-                   size_t new_size)
-{
-  if (ptr == NULL)
-    return aoi__alloc(a, new_size);
-  return a->realloc(a->user, ptr, old_size, new_size ? new_size : 1);
-}
-
-void aoi__free(const aoi_allocator *a, void *ptr, size_t size)
-{
-  if (ptr != NULL)
-    a->free(a->user, ptr, size);
-}
-
-int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
-                 uint32_t need, size_t elem)
-{
-  if (need <= *cap)
-    return 0;
-  uint64_t capacity = *cap ? *cap : 8;
-  while (capacity < need)
-    capacity *= 2;
-  if (capacity > UINT32_MAX)
-    capacity = UINT32_MAX;
-  if (capacity * elem / elem != capacity)
-    return AOI_ENOMEM;
-  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
-  if (p == NULL)
-    return AOI_ENOMEM;
-  *array = p;
-  *cap = (uint32_t)capacity;
-  return 0;
-}
-
-int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
-                       uint32_t need, size_t elem)
-{
-  if (need <= *cap)
-    return 0;
-  uint64_t roomy = (uint64_t)need + need / 2;
-  return aoi__reserve(a, array, cap,
-                      roomy > UINT32_MAX ? UINT32_MAX : (uint32_t)roomy, elem);
-}
-
-uint32_t aoi__roomy(uint32_t need, uint32_t hint)
-{
-  uint64_t want = (uint64_t)need + need / 2;
-  if (want < hint)
-    want = hint;
-  want = (want + 7) & ~(uint64_t)7;
-  return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
-}
-
-void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
-                 uint32_t recent, size_t elem)
-{
-  if (*cap <= 64 || *cap / 4 <= recent)
-    return;
-  uint32_t capacity = aoi__roomy(recent, 32);
-  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
-  if (p == NULL)
-    return;
-  *array = p;
-  *cap = capacity;
-}
-
-uint64_t aoi__now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -377,166 +292,6 @@ void aoi_destroy(aoi_world *world)
 {
   if (world != NULL)
     world_free(world);
-}
-
-int aoi_stats_get(const aoi_world *world, aoi_stats *stats)
-{
-  if (world == NULL || stats == NULL)
-    return AOI_EINVAL;
-  if (world->in_flight)
-    return AOI_EBUSY;
-  *stats = world->stats;
-  return 0;
-}
-
-/* ---- invariants --------------------------------------------------------- */
-
-/* The op queues: one record per handle, in the queue of the shard that owns
-   it, found by its index; records that add carry nothing else to do, ones
-   that remove nothing else at all; and the bounds the host keeps for the
-   tick's reservation are exactly what the records count. */
-static bool queues_valid(const aoi_world *w)
-{
-  uint32_t total = 0;
-  for (unsigned s = 0; s < w->shard_count; s++) {
-    const aoi__queue *q = &w->shards[s].queue;
-    if (q->count > q->capacity)
-      return false;
-    total += q->count;
-    for (uint32_t i = 0; i < q->count; i++) {
-      const aoi__record *r = &q->records[i];
-      uint32_t h = r->handle;
-      if (h >= w->handle_count || w->queued[h] != i)
-        return false;
-      const aoi__host_entity *e = &w->host[h];
-      unsigned owner = e->born > w->tick ? e->shard : w->location[h].shard;
-      if (owner != s)
-        return false;
-      if ((r->what & AOI__RECORD_ADD) &&
-          (!(e->flags & AOI__LIVE) || e->born <= w->tick))
-        return false;
-      if ((r->what & AOI__RECORD_REMOVE) &&
-          (r->what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
-        return false;
-      if (!(r->what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
-        return false;
-      unsigned named = (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
-                           ? aoi__layout_shard(&w->layout, r->x, r->y)
-                           : s;
-      if (r->target != named)
-        return false;
-    }
-  }
-  if (total != w->records)
-    return false;
-  /* Recount the bounds from the records. */
-  uint32_t arrivals[AOI__MAX_SHARDS] = {0};
-  for (unsigned s = 0; s < w->shard_count; s++) {
-    const aoi__queue *q = &w->shards[s].queue;
-    for (uint32_t i = 0; i < q->count; i++) {
-      const aoi__record *r = &q->records[i];
-      if (r->what & AOI__RECORD_ADD)
-        arrivals[s]++;
-      if (r->target != s)
-        arrivals[r->target]++;
-    }
-  }
-  for (unsigned s = 0; s < w->shard_count; s++)
-    if (arrivals[s] != w->shards[s].arrivals_bound)
-      return false;
-  for (unsigned i = 0; i < w->threads; i++) {
-    uint32_t bound[AOI__MAX_THREADS] = {0};
-    for (unsigned s = i; s < w->shard_count; s += w->threads) {
-      const aoi__queue *q = &w->shards[s].queue;
-      for (uint32_t k = 0; k < q->count; k++) {
-        unsigned to = aoi__worker_of(w, q->records[k].target);
-        if (to != i)
-          bound[to]++;
-      }
-    }
-    for (unsigned j = 0; j < w->threads; j++)
-      if (bound[j] != w->workers[i].handoffs_out[j].bound)
-        return false;
-  }
-  for (uint32_t h = 0; h < w->handle_count; h++)
-    if (w->queued[h] != AOI__NONE) {
-      unsigned owner = w->host[h].born > w->tick ? w->host[h].shard
-                                                 : w->location[h].shard;
-      if (owner >= w->shard_count ||
-          w->queued[h] >= w->shards[owner].queue.count)
-        return false;
-    }
-  return true;
-}
-
-bool aoi__world_valid(aoi_world *w)
-{
-  if (!aoi__idmap_valid(&w->ids))
-    return false;
-  uint64_t live = 0, watchers = 0;
-  for (uint32_t h = 0; h < w->handle_count; h++) {
-    const aoi__host_entity *e = &w->host[h];
-    if (!(e->flags & AOI__LIVE))
-      continue;
-    live++;
-    if (e->flags & AOI_WATCHER)
-      watchers++;
-    if (aoi__idmap_get(&w->ids, e->id) != h)
-      return false;
-    if (e->born > w->tick)
-      continue;
-    const aoi__location *loc = &w->location[h];
-    if (loc->shard >= w->shard_count)
-      return false;
-    const aoi__shard *s = &w->shards[loc->shard];
-    if (loc->slot >= s->count || s->entities[loc->slot].handle != h)
-      return false;
-    if (s->entities[loc->slot].id != e->id)
-      return false;
-  }
-  if (live != w->live || watchers != w->watchers || live != w->ids.count)
-    return false;
-  /* Membership bits are scratch for one watcher at a time: all clear. */
-  for (unsigned i = 0; i < w->threads; i++)
-    for (uint32_t j = 0; j < w->workers[i].member_words; j++)
-      if (w->workers[i].member[j] != 0)
-        return false;
-  uint64_t owned = 0;
-  for (unsigned i = 0; i < w->shard_count; i++) {
-    if (!aoi__shard_valid(w, &w->shards[i]))
-      return false;
-    owned += w->shards[i].count;
-  }
-  if (!queues_valid(w))
-    return false;
-  /* Entities added since the last tick are not in any shard yet. */
-  uint64_t unborn = 0;
-  for (uint32_t h = 0; h < w->handle_count; h++)
-    if ((w->host[h].flags & AOI__LIVE) && w->host[h].born > w->tick)
-      unborn++;
-  return owned + unborn >= live;
-}
-
-int aoi_shard_info_get(const aoi_world *w, unsigned shard,
-                       aoi_shard_info *info)
-{
-  if (w == NULL || info == NULL || shard >= w->shard_count)
-    return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  const aoi__layout *l = &w->layout;
-  unsigned col = shard % l->cols, row = shard / l->cols;
-  aoi_shard_info i;
-  i.min_x = col > 0 ? l->xcut[col - 1] : -INFINITY;
-  i.max_x = col + 1 < l->cols ? l->xcut[col] : INFINITY;
-  i.min_y = row > 0 ? l->ycut[row - 1] : -INFINITY;
-  i.max_y = row + 1 < l->rows ? l->ycut[row] : INFINITY;
-  i.worker = aoi__worker_of(w, shard);
-  i.entities = w->shards[shard].count;
-  i.ghosts = w->shards[shard].ghost_markers;
-  i.compute_ns = w->shards[shard].compute_ns;
-  *info = i;
-  return 0;
 }
 
 #define AOI__STRING(x) #x

@@ -1,0 +1,89 @@
+/*
+ * alloc.c: the allocator helpers every file uses (base.h). Every byte the
+ * library holds comes through the world's allocator hooks (aoi_config's
+ * allocator, else malloc), always with its size, so that a test can fail
+ * the n-th allocation and check that nothing leaks. Arrays grow by
+ * doubling (aoi__reserve), or with room to spare where their need wanders
+ * (aoi__reserve_roomy), and give back what a burst made them take
+ * (aoi__shrink).
+ */
+#include "base.h"
+
+void *aoi__alloc(const aoi_allocator *a, size_t size)
+{
+  return a->alloc(a->user, size ? size : 1);
+}
+
+void *aoi__calloc(const aoi_allocator *a, size_t size)
+{
+  void *p = aoi__alloc(a, size);
+  if (p != NULL)
+    memset(p, 0, size ? size : 1);
+  return p;
+}
+
+void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
+                   size_t new_size)
+{
+  if (ptr == NULL)
+    return aoi__alloc(a, new_size);
+  return a->realloc(a->user, ptr, old_size, new_size ? new_size : 1);
+}
+
+void aoi__free(const aoi_allocator *a, void *ptr, size_t size)
+{
+  if (ptr != NULL)
+    a->free(a->user, ptr, size);
+}
+
+int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  uint64_t capacity = *cap ? *cap : 8;
+  while (capacity < need)
+    capacity *= 2;
+  if (capacity > UINT32_MAX)
+    capacity = UINT32_MAX;
+  if (capacity * elem / elem != capacity)
+    return AOI_ENOMEM;
+  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
+  if (p == NULL)
+    return AOI_ENOMEM;
+  *array = p;
+  *cap = (uint32_t)capacity;
+  return 0;
+}
+
+int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
+                       uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  uint64_t roomy = (uint64_t)need + need / 2;
+  return aoi__reserve(a, array, cap,
+                      roomy > UINT32_MAX ? UINT32_MAX : (uint32_t)roomy, elem);
+}
+
+uint32_t aoi__roomy(uint32_t need, uint32_t hint)
+{
+  uint64_t want = (uint64_t)need + need / 2;
+  if (want < hint)
+    want = hint;
+  want = (want + 7) & ~(uint64_t)7;
+  return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
+}
+
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem)
+{
+  if (*cap <= 64 || *cap / 4 <= recent)
+    return;
+  uint32_t capacity = aoi__roomy(recent, 32);
+  void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
+  if (p == NULL)
+    return;
+  *array = p;
+  *cap = capacity;
+}

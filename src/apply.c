@@ -1,0 +1,252 @@
+/*
+ * apply.c: step 1 of a tick, on each worker for its own shards. Everything
+ * here runs on the worker that owns the shard, or on the host thread in a
+ * tick it runs itself (aoi__tick_on_host).
+ *
+ * Apply. Take each shard's queue from its op ring and apply its records,
+ * one per entity: adds, moves, radius and layer changes, removes (see
+ * apply_record). Each moved or removed marker leaves a departure where it
+ * stood at the end of the last tick, and each applied entity its mark (the
+ * position and layers any worker reads in the compute step).
+ *
+ * Hand off. Every entity the records added or moved is checked against the
+ * layout (every entity, when the cuts moved); one that now lies in another
+ * shard is handed off: moved directly when that shard is this worker's, or
+ * else appended to the handoff batch for the owning worker, which inserts
+ * it when it takes the batch (worker.c). After this every entity sits in
+ * the shard its position names.
+ *
+ * The host reserved, before the tick, room for everything this step adds
+ * (entities, touched handles, departures, handoff batches), so no operation
+ * and no handoff is lost to a failed allocation here.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+int aoi__shard_insert(const aoi_allocator *a, aoi__shard *s,
+                      aoi__location *location, const aoi__entity *entity)
+{
+  int rc = aoi__reserve(a, (void **)&s->entities, &s->capacity, s->count + 1,
+                        sizeof(aoi__entity));
+  if (rc != 0)
+    return rc;
+  uint32_t slot = s->count++;
+  s->entities[slot] = *entity;
+  location[entity->handle].shard = s->index;
+  location[entity->handle].slot = slot;
+  return 0;
+}
+
+/* Removes the entity at `slot`, moving the last one into its place. */
+static void shard_take(aoi__shard *s, aoi__location *location, uint32_t slot)
+{
+  uint32_t last = s->count - 1;
+  if (slot != last) {
+    s->entities[slot] = s->entities[last];
+    location[s->entities[slot].handle].slot = slot;
+  }
+  s->count--;
+}
+
+static void touch(aoi__worker *k, aoi__shard *s, uint32_t handle)
+{
+  int rc = aoi__reserve(&k->world->allocator, (void **)&s->touched,
+                        &s->touched_capacity, s->touched_count + 1,
+                        sizeof(uint32_t));
+  if (rc != 0) {
+    aoi__fail(k, rc);
+    return;
+  }
+  s->touched[s->touched_count++] = handle;
+}
+
+static void set_mark(aoi_world *w, const aoi__entity *e)
+{
+  aoi__mark *m = &w->mark[e->handle];
+  m->x = e->x;
+  m->y = e->y;
+  m->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
+  w->appeal[e->handle] = (e->flags & AOI_MARKER) ? e->appeal : 0;
+}
+
+/* Records where a marker stood at the end of the last tick, before its
+   first move or its removal this tick (room was reserved by the host). */
+static void depart(aoi__shard *s, const aoi__entity *e)
+{
+  if (!(e->flags & AOI_MARKER))
+    return;
+  AOI__ASSERT(s->departed_count < s->departed_capacity);
+  aoi__ghost *d = &s->departed[s->departed_count++];
+  d->id = e->id;
+  d->handle = e->handle;
+  d->layers = 0;
+  d->x = e->x;
+  d->y = e->y;
+  d->shard = s->index;
+  d->kind = AOI__GHOST_DEPARTED;
+}
+
+/* Applies one entity's record: what a run of operations on it since the
+   last tick adds up to. The first move of a tick departs from where the
+   entity stood and touches it; a record moves it once, to where the last
+   move put it, which is what the run of moves did. */
+static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
+                         uint64_t tick)
+{
+  aoi_world *w = k->world;
+  if (r->what & AOI__RECORD_ADD) {
+    aoi__entity e = {0};
+    e.id = r->id;
+    e.handle = r->handle;
+    e.flags = r->flags;
+    e.x = r->x;
+    e.y = r->y;
+    e.radius = r->radius;
+    e.appeal = r->appeal;
+    e.layers = r->layers;
+    e.interest = r->interest;
+    e.cap = r->cap;
+    e.touched = e.changed = tick;
+    int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
+    if (rc != 0) {
+      aoi__fail(k, rc);
+      return;
+    }
+    touch(k, s, r->handle);
+    set_mark(w, &e);
+    return;
+  }
+  aoi__location *loc = &w->location[r->handle];
+  AOI__ASSERT(loc->shard == s->index && loc->slot < s->count);
+  aoi__entity *e = &s->entities[loc->slot];
+  e->changed = tick;
+  if (r->what & AOI__RECORD_MOVE) {
+    if (e->touched != tick) {
+      depart(s, e);
+      e->touched = tick;
+      touch(k, s, r->handle);
+    }
+    e->x = r->x;
+    e->y = r->y;
+  }
+  if (r->what & AOI__RECORD_RADIUS)
+    e->radius = r->radius;
+  if (r->what & AOI__RECORD_LAYERS) {
+    e->layers = r->layers;
+    e->interest = r->interest;
+  }
+  if (r->what & AOI__RECORD_APPEAL)
+    e->appeal = r->appeal;
+  if (r->what & AOI__RECORD_CAP)
+    e->cap = r->cap;
+  if (r->what & AOI__RECORD_REMOVE) {
+    if (e->touched != tick)
+      depart(s, e);
+    aoi__view_free(&w->allocator, &e->view, aoi__bands(w));
+    w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
+    w->appeal[r->handle] = 0;
+    shard_take(s, w->location, loc->slot);
+    loc->shard = loc->slot = AOI__NONE;
+    return;
+  }
+  set_mark(w, e);
+}
+
+/* Marks the markers whose position changed this tick: each left a
+   departure where it stood at the end of the last one. Run by the worker
+   that applied them, before any handoff carries them away. A departure of
+   a marker that is back where it stood is dropped: nobody needs to look
+   there for it (a removed one always keeps its departure). */
+void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < s->departed_count; i++) {
+    const aoi__ghost *d = &s->departed[i];
+    aoi__mark *m = &w->mark[d->handle];
+    bool removed = w->location[d->handle].shard == AOI__NONE;
+    if (removed || m->x != d->x || m->y != d->y) {
+      m->moved = (uint32_t)tick;
+      s->departed[kept++] = *d;
+    }
+  }
+  s->departed_count = kept;
+}
+
+void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  s->touched_count = s->departed_count = 0;
+  const aoi__queue *q;
+  while ((q = aoi__ring_pop(s->ops)) == NULL)
+    ; /* cannot happen: the host pushed it before the command */
+  for (uint32_t i = 0; i < q->count; i++)
+    apply_record(k, s, &q->records[i], tick);
+}
+
+/* ---- handoffs ----------------------------------------------------------- */
+
+/* Hands the entity at `slot` to the shard its position names, if that is
+   not this one: moved directly to a shard of this worker, or appended to the
+   batch for the owning worker. Room for both was reserved by the host. */
+static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
+{
+  aoi_world *w = k->world;
+  aoi__entity e = s->entities[slot];
+  unsigned to = aoi__layout_shard(&w->layout, e.x, e.y);
+  if (to == s->index)
+    return;
+  AOI__STRESS();
+  unsigned owner = aoi__worker_of(w, to);
+  if (owner == k->index) {
+    /* Insert first: if that fails the entity stays where it is. */
+    int rc = aoi__shard_insert(&w->allocator, &w->shards[to], w->location, &e);
+    if (rc != 0) {
+      aoi__fail(k, rc);
+      return;
+    }
+    shard_take(s, w->location, slot);
+  } else {
+    aoi__batch *b = &k->handoffs_out[owner];
+    uint32_t before = b->count;
+    aoi__handoff message = {to, e};
+    aoi__batch_append(k, b, &message, sizeof(message));
+    if (b->count == before)
+      return;
+    shard_take(s, w->location, slot);
+  }
+  k->handoffs++;
+}
+
+/* The entities this tick's records added or moved; all of them when the
+   layout changed. */
+void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout)
+{
+  aoi_world *w = k->world;
+  if (relayout) {
+    /* Downwards: a take moves the last entity, already seen, into `i`. */
+    for (uint32_t i = s->count; i-- > 0;)
+      hand_off(k, s, i);
+    return;
+  }
+  for (uint32_t i = 0; i < s->touched_count; i++) {
+    const aoi__location *loc = &w->location[s->touched[i]];
+    if (loc->shard == s->index) /* else removed since */
+      hand_off(k, s, loc->slot);
+  }
+}
+
+void aoi__take_handoffs(aoi__worker *k, const aoi__batch *b)
+{
+  aoi_world *w = k->world;
+  const aoi__handoff *items = b->items;
+  for (uint32_t i = 0; i < b->count; i++) {
+    AOI__ASSERT(aoi__worker_of(w, items[i].shard) == k->index);
+    AOI__STRESS();
+    int rc = aoi__shard_insert(&w->allocator, &w->shards[items[i].shard],
+                               w->location, &items[i].entity);
+    if (rc != 0)
+      aoi__fail(k, rc);
+  }
+}

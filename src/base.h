@@ -1,0 +1,108 @@
+/*
+ * base.h: the bottom of src/'s include graph, what every file uses: the
+ * library-wide limits, the debug assertion, and the allocator helpers
+ * (alloc.c) through which every byte the library holds comes from the
+ * host's allocator hooks. It includes only the C library and aoi.h.
+ *
+ * The headers stack, each including the one below, so that an include
+ * only ever points down:
+ *
+ *   base.h     limits, AOI__ASSERT, allocation               (alloc.c)
+ *   ring.h     SPSC rings                                     (ring.c)
+ *   sync.h     bells, stress points, the clock                (sync.c)
+ *   idmap.h    id -> handle map                               (idmap.c)
+ *   grid.h     geometry, shard layout, the uniform grid       (grid.c)
+ *   world.h    the world's types: entities, shards, workers, outboxes
+ *   internal.h the stages' cross-file functions, in tick order
+ *   compute.h  the compute stage's inline helpers (compute.c, policy.c,
+ *              view.c only)
+ *
+ * The bottom files (alloc.c, ring.c, sync.c, idmap.c, grid.c) include only
+ * their own header, so none of them can reach into the world.
+ */
+#ifndef AOI_BASE_H
+#define AOI_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "aoi.h"
+
+#define AOI__NONE UINT32_MAX
+#define AOI__MAX_THREADS 256u
+#define AOI__MAX_SHARDS 4096u
+
+/* ---- debug assertions --------------------------------------------------- */
+
+/* AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership
+   precondition. It is on in Debug builds (no NDEBUG) and in the sanitizer
+   builds (CMake defines AOI_ASSERTS), and compiled out elsewhere: then the
+   condition is not evaluated, only type-checked. Cheap checks only; the
+   O(n) invariant walks (aoi__world_valid) run after each tick where
+   AOI_CHECK_INVARIANTS is defined (tick.c). */
+#if !defined(NDEBUG) || defined(AOI_ASSERTS)
+#include <stdio.h>
+#include <stdlib.h>
+#define AOI__ASSERTS 1
+static inline _Noreturn void aoi__assert_fail(const char *what,
+                                              const char *file, int line)
+{
+  fprintf(stderr, "aoi: %s:%d: assertion failed: %s\n", file, line, what);
+  abort();
+}
+#define AOI__ASSERT(cond)                                                      \
+  ((cond) ? (void)0 : aoi__assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define AOI__ASSERTS 0
+#define AOI__ASSERT(cond) ((void)sizeof((cond) ? 1 : 0))
+#endif
+
+/* ---- allocation (alloc.c) ----------------------------------------------- */
+
+void *aoi__alloc(const aoi_allocator *a, size_t size);
+void *aoi__calloc(const aoi_allocator *a, size_t size);
+void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
+                   size_t new_size);
+void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
+/* Grows *array (of `elem`-byte items, capacity *cap) to hold at least `need`
+   items, doubling. Returns 0 or AOI_ENOMEM (then nothing changed). */
+int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t need, size_t elem);
+/* Like aoi__reserve, but a growth leaves room for half as much again: for
+   arrays whose need wanders around a level, which then stop growing once
+   the crowd settles. */
+int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
+                       uint32_t need, size_t elem);
+/* The capacity a growing view or outbox takes: half as much room again as
+   it needs, and at least `hint`, rounded up to a multiple of 8. */
+uint32_t aoi__roomy(uint32_t need, uint32_t hint);
+
+/* The most an array needed in the current and in the last period of a few
+   ticks (host only): what it keeps when a burst has passed. */
+typedef struct aoi__peak {
+  uint32_t now, last;
+} aoi__peak;
+
+static inline void aoi__peak_note(aoi__peak *peak, uint32_t need)
+{
+  if (need > peak->now)
+    peak->now = need;
+}
+static inline uint32_t aoi__peak_recent(const aoi__peak *peak)
+{
+  return peak->now > peak->last ? peak->now : peak->last;
+}
+static inline void aoi__peak_turn(aoi__peak *peak)
+{
+  peak->last = peak->now;
+  peak->now = 0;
+}
+/* Gives back the room of an array that grew for a burst: when it holds
+   more than 4x `recent` items (and more than a small floor), it shrinks to
+   aoi__roomy(recent). A failed shrink keeps the array as it was. */
+void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t recent, size_t elem);
+
+#endif /* AOI_BASE_H */

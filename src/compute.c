@@ -1,0 +1,572 @@
+/*
+ * compute.c: step 3 of a tick, on each worker for its own shards: the new
+ * view of every watcher, and its events.
+ *
+ * The shard indexes its owned entities, ghosts and departures in a uniform
+ * grid (the markers that changed this tick first in each cell, departures
+ * apart; index_shard). Then its work list: the watchers that changed or
+ * whose view is stale, and those with a changed marker or a departure
+ * within their reach; any other watcher is skipped without reading its
+ * view. Each listed watcher is computed by one of four paths
+ * (compute_watcher):
+ *
+ *  - compute_whole: a watcher that changed, or that most of what it sees
+ *    changed, checks its previous view (sorted by id) against one scan of
+ *    the grid cells of its reach: leaves, moves and kept entries come out
+ *    in id order; its enters are the markers within its radius, found in
+ *    the grid, that the view does not hold.
+ *  - compute_changes: any other watcher only looks at the changed markers
+ *    and departures within its reach.
+ *  - aoi__compute_policy (policy.c): a watcher under an interest policy
+ *    (a cap, move bands, a marker seen by its appeal).
+ *  - compute_marks: a watcher whose shard has no usable grid (it missed a
+ *    ghost or could not index) takes its leaves and moves from the marks.
+ *
+ * Membership is two bitsets over handles (compute.h), all clear between
+ * watchers. Events go straight into the worker's delivery segment as one
+ * record per watcher (compute.h), which this worker owns during the tick.
+ */
+#include "compute.h"
+
+static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
+                       uint64_t tick)
+{
+  const aoi_allocator *a = &k->world->allocator;
+  const aoi__mark *mark = k->world->mark;
+  uint32_t moved = (uint32_t)tick;
+  uint32_t n = s->count + s->ghost_count;
+  int rc = aoi__reserve(a, (void **)&s->items, &s->items_capacity, n + 1,
+                        sizeof(aoi__grid_item));
+  if (rc != 0)
+    return rc;
+  s->capped = 0;
+  for (uint32_t i = 0; i < s->count; i++) {
+    const aoi__entity *e = &s->entities[i];
+    s->capped += e->cap > 0 && (e->flags & AOI_WATCHER);
+    aoi__grid_item *it = &s->items[i];
+    it->x = e->x;
+    it->y = e->y;
+    it->id = e->id;
+    it->handle = e->handle;
+    it->layers = e->layers;
+    it->slot = i;
+    it->radius = e->radius;
+    it->info = AOI__ENTRY_OWNED;
+    if (e->flags & AOI_MARKER) {
+      it->info |= AOI__ENTRY_MARKER;
+      if (e->appeal > 0)
+        it->info |= AOI__ENTRY_APPEAL;
+      if (e->touched == tick && mark[e->handle].moved == moved)
+        it->info |= AOI__ENTRY_MOVED;
+    }
+    if (e->flags & AOI_WATCHER)
+      it->info |= AOI__ENTRY_WATCHER;
+    if (e->changed == tick)
+      it->info |= AOI__ENTRY_CHANGED;
+    if (e->stale)
+      it->info |= AOI__ENTRY_STALE;
+  }
+  for (uint32_t i = 0; i < s->ghost_count; i++) {
+    const aoi__ghost *g = &s->ghosts[i];
+    aoi__grid_item *it = &s->items[s->count + i];
+    it->x = g->x;
+    it->y = g->y;
+    it->id = g->id;
+    it->handle = g->handle;
+    it->layers = g->layers;
+    it->slot = AOI__NONE;
+    it->radius = 0;
+    it->info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
+               : (g->kind & AOI__GHOST_CHANGED)
+                   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
+                   : AOI__ENTRY_MARKER;
+    if (g->kind & AOI__GHOST_MOVED)
+      it->info |= AOI__ENTRY_MOVED;
+    if (g->kind & AOI__GHOST_APPEAL)
+      it->info |= AOI__ENTRY_APPEAL;
+  }
+  return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
+}
+
+/* Two bits per handle, in two bitsets, all clear between watchers: held by
+   the view being computed (member), and, for a held marker the scan found,
+   whether it moved. Membership is then one load from a small array. */
+static int reserve_members(aoi__worker *k)
+{
+  uint32_t old = k->member_words;
+  uint32_t need = 2 * ((k->world->handle_count + 63) / 64);
+  if (need <= old)
+    return 0;
+  uint64_t *bits = aoi__calloc(&k->world->allocator, sizeof(uint64_t) * need);
+  if (bits == NULL)
+    return AOI_ENOMEM;
+  aoi__free(&k->world->allocator, k->member, sizeof(uint64_t) * old);
+  k->member = bits;
+  k->member_words = need;
+  return 0;
+}
+
+/* The entries of [begin, begin + n) within `reach` of (ax, ay), written to
+   hits[]: their count. Branch-free for circles, where about a third of a
+   cell's entries pass, at random. */
+static uint32_t within_run(const aoi__shape *shape, const aoi__grid *g,
+                           uint32_t begin, uint32_t n, float ax, float ay,
+                           double reach, uint32_t *hits)
+{
+  uint32_t found = 0;
+  if (shape->kind == AOI_SHAPE_CIRCLE) {
+    const float *xs = g->x + begin, *ys = g->y + begin;
+    double x = ax, y = ay, r2 = reach * reach;
+    for (uint32_t i = 0; i < n; i++) {
+      double dx = (double)xs[i] - x, dy = (double)ys[i] - y;
+      hits[found] = begin + i;
+      found += dx * dx + dy * dy <= r2;
+    }
+    return found;
+  }
+  for (uint32_t i = begin; i < begin + n; i++)
+    if (aoi__within(shape, ax, ay, g->x[i], g->y[i], reach))
+      hits[found++] = i;
+  return found;
+}
+
+/* ---- the four paths of a watcher ---------------------------------------- */
+
+/* A watcher whose view cannot be computed from the grid (its shard missed a
+   ghost or has no index): its leaves and moves come from the marks, which
+   are exact; its enters wait for a tick that scans. */
+static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count, *hs = view->handles;
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  uint32_t *rec = aoi__reserve_events(k, v);
+  if (rec == NULL)
+    return AOI_ENOMEM;
+  if (aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity, v + 1,
+                   sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
+  const aoi__mark *mark = w->mark;
+  double radius = e->radius, hysteresis = w->config.hysteresis;
+  bool move_events = w->config.move_events != 0;
+  float *told = aoi__view_told(view, aoi__bands(w));
+  bool lagging = false;
+  uint32_t *leaves = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    const aoi__mark *m = &mark[h];
+    double outer = fmax(radius, w->appeal[h]) + hysteresis;
+    if ((m->layers & e->interest) == 0 ||
+        !aoi__within(&w->shape, e->x, e->y, m->x, m->y, outer)) {
+      leaves[nl++] = h;
+      continue;
+    }
+    if (told != NULL) {
+      float tx = told[2 * i], ty = told[2 * i + 1];
+      told[2 * kept] = tx;
+      told[2 * kept + 1] = ty;
+      switch (aoi__tell_move(w, e, m, tx, ty, tick)) {
+      case AOI__TELL_NOW:
+        moves[nm++] = h;
+        told[2 * kept] = m->x;
+        told[2 * kept + 1] = m->y;
+        break;
+      case AOI__TELL_LATER:
+        lagging = true;
+        break;
+      default:
+        break;
+      }
+    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
+      moves[nm++] = h;
+    }
+    hs[kept++] = h;
+  }
+  if (nm > 0)
+    memcpy(leaves + nl, moves, sizeof(uint32_t) * nm);
+  view->count = kept;
+  aoi__commit_events(k, e, nl, 0, nm);
+  e->stale = AOI__STALE_WHOLE | (lagging ? AOI__STALE_POLICY : 0);
+  k->lagging += lagging;
+  return 0;
+}
+
+/* Computes one watcher's events and new view from a scan of the grid.
+   Every marker of interest within its outer reach (radius plus hysteresis)
+   is met once: one its view holds is kept (and told if it moved), one it
+   does not hold enters if it lies within the radius itself. What the view
+   holds and the scan did not meet leaves. Leaves and moves come out in the
+   view's order (by id), the enters are sorted. Returns 0 or AOI_ENOMEM:
+   when the record cannot be stored the watcher keeps its view and gets no
+   event (a resync next tick); when only its enters cannot be stored, they
+   wait for the next tick (and the worker reports AOI_ENOMEM). */
+static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                         uint64_t tick)
+{
+  (void)tick;
+  aoi_world *w = k->world;
+  const aoi__shape *shape = &w->shape;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  const uint32_t *held = view->handles;
+  for (uint32_t i = 0; i < v; i++)
+    aoi__set_member(k, held[i]);
+
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  bool hysteresis = outer != inner;
+  uint32_t interest = e->interest, self = e->handle;
+  double box[4];
+  uint32_t r[4], n = 0, block = 0;
+  bool complete = true;
+  aoi__reach_box(shape, e->x, e->y, outer, box);
+  aoi__grid_range(g, box, r);
+  enum { BLOCK = 256 };
+  uint32_t hits[BLOCK];
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    block += end - begin;
+    for (uint32_t at = begin; at < end; at += BLOCK) {
+      uint32_t len = end - at < BLOCK ? end - at : BLOCK;
+      uint32_t found = within_run(shape, g, at, len, e->x, e->y, outer, hits);
+      for (uint32_t f = 0; f < found; f++) {
+        uint32_t i = hits[f];
+        uint32_t h = g->handle[i];
+        if (!(g->info[i] & AOI__ENTRY_MARKER) ||
+            (g->layers[i] & interest) == 0 || h == self)
+          continue;
+        if (aoi__is_member(k, h)) {
+          aoi__clear_member(k, h); /* met: kept */
+          if (g->info[i] & AOI__ENTRY_MOVED)
+            aoi__set_moved(k, h);
+          continue;
+        }
+        if (hysteresis &&
+            !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+          continue;
+        if (!complete || !aoi__reserve_candidate(k, n)) {
+          complete = false;
+          continue;
+        }
+        k->candidates[n++] = (aoi__candidate){g->id[i], h};
+      }
+    }
+  }
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  if (!complete)
+    n = 0;
+  uint32_t *rec = NULL;
+  if (v + n > 0 &&
+      ((rec = aoi__reserve_events(k, v + n)) == NULL ||
+       aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
+                    v + 1, sizeof(uint32_t)) != 0)) {
+    /* keep the view; the bits go back to clear */
+    for (uint32_t i = 0; i < v; i++) {
+      aoi__clear_member(k, held[i]);
+      aoi__take_moved(k, held[i]);
+    }
+    return AOI_ENOMEM;
+  }
+  if (n > 0 &&
+      aoi__view_reserve(&w->allocator, view, v + n,
+                        aoi__view_hint(k, block, v + n), false) != 0) {
+    complete = false;
+    n = 0;
+  }
+  uint32_t *hs = view->handles; /* may have moved */
+  bool move_events = w->config.move_events != 0;
+  if (v + n == 0) {
+    k->view_n++;
+    if (!complete)
+      aoi__fail(k, AOI_ENOMEM); /* its enters come next tick */
+    e->stale = complete ? 0 : AOI__STALE_WHOLE;
+    return 0;
+  }
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    if (aoi__is_member(k, h)) { /* not met: it leaves */
+      aoi__clear_member(k, h);
+      out[nl++] = h;
+      continue;
+    }
+    if (aoi__take_moved(k, h) | resync) {
+      if (move_events)
+        moves[nm++] = h;
+    }
+    hs[kept++] = h;
+  }
+  if (n > 0) {
+    aoi__candidate *enters = k->candidates;
+    aoi__sort_by_id(enters, n, aoi__spare_candidates(k));
+    for (uint32_t j = 0; j < n; j++)
+      out[nl + j] = enters[j].handle;
+    aoi__merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
+  } else {
+    view->count = kept;
+  }
+  if (nm > 0)
+    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  if (v + n > 0)
+    aoi__commit_events(k, e, nl, n, nm);
+  k->view_sum += view->count;
+  k->view_n++;
+  if (!complete) {
+    aoi__fail(k, AOI_ENOMEM);
+    e->stale = AOI__STALE_WHOLE; /* its enters come next tick */
+    return 0;
+  }
+  e->stale = 0;
+  return 0;
+}
+
+/* Computes the events of a watcher that did not change this tick and whose
+   view the last tick computed: only markers that changed can enter, leave
+   or move, and each one that the view holds stood within the watcher's
+   reach at the end of the last tick, so it is in the grid near the watcher
+   as a changed marker or as a departure. The view's handles get their
+   membership bit; each changed one met is marked in the second bitset
+   (a move keeps its membership bit, a leave loses it), and one walk of the
+   view then writes the leaves and moves in id order. Cost follows change:
+   a watcher with nothing changed near it is not computed at all, and one
+   with a few changes reads its view and a few cells. Returns 0 or
+   AOI_ENOMEM (then nothing changed). */
+static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                           uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__shape *shape = &w->shape;
+  const aoi__mark *mark = w->mark;
+  aoi__view *view = &e->view;
+  const uint32_t *held = view->handles;
+  uint32_t v = view->count;
+  for (uint32_t i = 0; i < v; i++)
+    aoi__set_member(k, held[i]);
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  bool move_events = w->config.move_events != 0;
+  double box[4];
+  uint32_t r[4], n = 0, nh = 0, nl = 0;
+  aoi__reach_box(shape, e->x, e->y, outer, box);
+  aoi__grid_range(g, box, r);
+  uint32_t cells = g->width * g->height;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+    for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
+      uint32_t c = cy * g->width + cx;
+      /* the cell's changed markers, then its departures */
+      for (int pass = 0; pass < 2; pass++) {
+        uint32_t from = pass == 0 ? AOI__GRID_CLASSES * c
+                                  : AOI__GRID_CLASSES * cells + c;
+        for (uint32_t i = g->start[from]; i < g->start[from + 1]; i++) {
+          /* Where a held marker stood is within reach, so a changed
+             marker out of reach is no enter and, if held, has moved and
+             left a departure in reach. */
+          if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
+            continue;
+          uint32_t h = g->handle[i];
+          if (h == e->handle || aoi__take_moved(k, h)) {
+            if (h != e->handle)
+              aoi__set_moved(k, h); /* met before: a hit is taken once */
+            continue;
+          }
+          if (aoi__is_member(k, h)) {
+            /* held: it leaves or moves */
+            const aoi__mark *m = &mark[h];
+            if ((m->layers & e->interest) == 0 ||
+                !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
+              aoi__clear_member(k, h);
+              nl++;
+            } else if (!move_events || m->moved != (uint32_t)tick) {
+              continue;
+            }
+            aoi__set_moved(k, h);
+            nh++;
+            continue;
+          }
+          /* not held: a changed marker (each is listed once) may enter */
+          if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
+              !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+            continue;
+          if (!aoi__reserve_candidate(k, n)) {
+            aoi__clear_view_bits(k, held, v);
+            return AOI_ENOMEM;
+          }
+          k->candidates[n++] = (aoi__candidate){g->id[i], h};
+        }
+      }
+    }
+  if (nh + n == 0) {
+    aoi__clear_view_bits(k, held, v);
+    return 0;
+  }
+  uint32_t *rec = aoi__reserve_events(k, nh + n);
+  if (rec == NULL || aoi__view_reserve(a, view, v - nl + n, 0, false) != 0 ||
+      aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
+                   sizeof(uint32_t)) != 0) {
+    aoi__clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  AOI__STRESS();
+  aoi__candidate *enters = k->candidates;
+  aoi__sort_by_id(enters, n, aoi__spare_candidates(k));
+  uint32_t *hs = view->handles, *moves = k->hits;
+  uint32_t *out = rec + AOI__RECORD_HEADER;
+  uint32_t ql = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    bool member = aoi__is_member(k, h), hit = aoi__take_moved(k, h);
+    aoi__clear_member(k, h);
+    if (hit && !member) {
+      out[ql++] = h;
+      continue;
+    }
+    if (hit)
+      moves[nm++] = h;
+    hs[kept++] = h;
+  }
+  for (uint32_t j = 0; j < n; j++)
+    out[nl + j] = enters[j].handle;
+  if (nm > 0)
+    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  aoi__merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
+  aoi__commit_events(k, e, nl, n, nm);
+  return 0;
+}
+
+/* A watcher whose record cannot be stored keeps its view and is resynced
+   by its next compute; one whose enters wait is scanned whole next tick. */
+/* `dirty` is the number of changed markers and departures within its
+   reach, or UINT32_MAX for a watcher that changed or missed a tick (the
+   grid's flags say so). Where most of what it sees changed (a spectator
+   over a walking crowd), one scan is cheaper than a probe per change. */
+/* A watcher under a policy (a cap, move bands, a marker seen by its
+   appeal now or at the last tick) is computed by aoi__compute_policy; the
+   others by the plain paths, which the policies then cannot affect. */
+static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                            const aoi__grid *fine, uint32_t dirty,
+                            uint32_t slot, bool appeals, uint64_t tick)
+{
+  const uint32_t *listed = NULL;
+  uint32_t nlisted = 0;
+  if (appeals && g != NULL) {
+    listed = k->appeal + k->appeal_start[slot];
+    nlisted = k->appeal_start[slot + 1] - k->appeal_start[slot];
+  }
+  int rc;
+  if (g == NULL)
+    rc = compute_marks(k, e, tick);
+  else if (nlisted > 0 || e->cap > 0 || (e->stale & AOI__STALE_POLICY) ||
+           aoi__bands(k->world))
+    rc = aoi__compute_policy(k, e, g, fine, listed, nlisted, appeals, tick);
+  else if (dirty > e->view.count / 2 + 16)
+    rc = compute_whole(k, e, g, tick);
+  else
+    rc = compute_changes(k, e, g, tick);
+  if (rc != 0) {
+    aoi__fail(k, rc);
+    e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
+  }
+}
+
+/* ---- a shard ------------------------------------------------------------ */
+
+/* Every owned watcher of a shard that cannot scan: leaves and moves from
+   the marks, enters later. */
+static void compute_from_marks(aoi__worker *k, aoi__shard *s, uint64_t tick)
+{
+  for (uint32_t i = 0; i < s->count; i++)
+    if (s->entities[i].flags & AOI_WATCHER)
+      compute_watcher(k, &s->entities[i], NULL, NULL, UINT32_MAX, i, false,
+                      tick);
+}
+
+void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
+                        const aoi__tick_command *cmd)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  uint64_t started = aoi__now_ns();
+  int rc = index_shard(k, s, cmd->cell_size, cmd->tick);
+  if (rc != 0) {
+    /* No index: queries see this shard as empty until the next tick. */
+    aoi__fail(k, rc);
+    s->grid.count = 0;
+    s->grid.width = s->grid.height = 0;
+    compute_from_marks(k, s, cmd->tick);
+    return;
+  }
+  const aoi__grid *g = &s->grid;
+  if (s->degraded) {
+    compute_from_marks(k, s, cmd->tick); /* indexed for queries */
+    return;
+  }
+  bool appeals = cmd->appeals;
+  /* Capped watchers look for their nearest in a grid of cells about as
+     small as the entries are dense (its cells are bounded by the entries,
+     as the main grid's), built only where there are capped watchers. */
+  const aoi__grid *fine = NULL;
+  if (s->capped == 0) {
+    if (s->fine.capacity > 0)
+      aoi__grid_free(&k->world->allocator, &s->fine);
+  } else if (aoi__grid_build_dense(&k->world->allocator, &s->fine, s->items,
+                                   s->count + s->ghost_count, 3) == 0) {
+    fine = &s->fine;
+  } /* else: they scan their reach */
+  if ((rc = reserve_members(k)) != 0 ||
+      (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
+                         &k->work_capacity, s->count + 1,
+                         sizeof(uint64_t))) != 0 ||
+      (appeals && (rc = aoi__find_appeals(k, s)) != 0)) {
+    aoi__fail(k, rc);
+    compute_from_marks(k, s, cmd->tick);
+    return;
+  }
+  /* The watchers with work: those that changed or missed a tick, and those
+     with a changed marker or a departure within their own reach. The
+     others keep their views untouched: nothing they see changed. Each is
+     listed by its slot, with the number of changes in its reach
+     (UINT32_MAX: computed whole anyway), which compute_watcher reuses. */
+  const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+  uint64_t *work = k->work;
+  uint32_t nw = 0;
+  uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
+                                                        g->width - 1);
+  double hysteresis = k->world->config.hysteresis;
+  for (uint32_t i = 0; i < end; i++) {
+    uint32_t info = g->info[i];
+    if ((info & want) != want)
+      continue;
+    uint32_t dirty = UINT32_MAX;
+    if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
+      double box[4];
+      uint32_t r[4];
+      double reach = (double)g->radius[i] + hysteresis;
+      aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
+      aoi__grid_range(g, box, r);
+      uint32_t slot = g->slot[i];
+      if ((dirty = aoi__grid_dirty(g, r)) == 0 &&
+          (!appeals ||
+           k->appeal_start[slot + 1] == k->appeal_start[slot]))
+        continue;
+    }
+    work[nw++] = (uint64_t)dirty << 32 | g->slot[i];
+  }
+  for (uint32_t j = 0; j < nw; j++) {
+    /* Views and entities are scattered: fetch ahead. */
+    if (j + 8 < nw)
+      __builtin_prefetch(&s->entities[(uint32_t)work[j + 8]]);
+    if (j + 4 < nw) {
+      const aoi__entity *ahead = &s->entities[(uint32_t)work[j + 4]];
+      const char *hs = (const char *)ahead->view.handles;
+      size_t n = ahead->view.count;
+      for (size_t at = 0; at < sizeof(uint32_t) * n && at < 512; at += 64)
+        __builtin_prefetch(hs + at);
+    }
+    compute_watcher(k, &s->entities[(uint32_t)work[j]], g, fine,
+                    (uint32_t)(work[j] >> 32), (uint32_t)work[j], appeals,
+                    cmd->tick);
+  }
+  s->compute_ns = aoi__now_ns() - started;
+}

@@ -1,0 +1,237 @@
+/*
+ * compute.h: what the compute step's files share (compute.c, policy.c,
+ * view.c, and nothing else): the hot helpers of the inner loops, inline
+ * here so that splitting the step into files costs no call in a loop, and
+ * the functions policy.c and view.c offer compute.c.
+ *
+ * All of it runs on the worker that owns the watcher being computed, on
+ * that worker's scratch (aoi__worker).
+ */
+#ifndef AOI_COMPUTE_H
+#define AOI_COMPUTE_H
+
+#include "internal.h"
+
+/* ---- membership bitsets ------------------------------------------------- */
+
+/* Two bits per handle, in two bitsets after one another (reserve_members,
+   compute.c): whether the view being computed holds the handle (member),
+   and, for a held marker the scan met, whether it moved. All clear between
+   watchers. */
+static inline bool aoi__is_member(const aoi__worker *k, uint32_t h)
+{
+  AOI__ASSERT(h / 64 < k->member_words / 2);
+  return (k->member[h / 64] >> (h % 64)) & 1;
+}
+
+static inline void aoi__set_member(aoi__worker *k, uint32_t h)
+{
+  AOI__ASSERT(h / 64 < k->member_words / 2);
+  k->member[h / 64] |= (uint64_t)1 << (h % 64);
+}
+
+static inline void aoi__clear_member(aoi__worker *k, uint32_t h)
+{
+  k->member[h / 64] &= ~((uint64_t)1 << (h % 64));
+}
+
+/* The second bitset lies after the first. */
+static inline void aoi__set_moved(aoi__worker *k, uint32_t h)
+{
+  k->member[k->member_words / 2 + h / 64] |= (uint64_t)1 << (h % 64);
+}
+
+static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
+{
+  uint64_t *word = &k->member[k->member_words / 2 + h / 64];
+  uint64_t bit = (uint64_t)1 << (h % 64);
+  bool was = (*word & bit) != 0;
+  *word &= ~bit;
+  return was;
+}
+
+/* Clears both bits of every handle of a view. */
+static inline void aoi__clear_view_bits(aoi__worker *k, const uint32_t *hs,
+                                        uint32_t v)
+{
+  for (uint32_t i = 0; i < v; i++) {
+    aoi__clear_member(k, hs[i]);
+    aoi__take_moved(k, hs[i]);
+  }
+}
+
+/* ---- enters: the candidates and their sort ------------------------------ */
+
+/* Room for one more candidate; false when it cannot grow. The spare half
+   (for the radix sort) grows with it. */
+static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
+{
+  if (n < k->candidate_capacity)
+    return true;
+  const aoi_allocator *a = &k->world->allocator;
+  uint32_t old = k->candidate_capacity;
+  uint32_t cap = old ? old * 2 : 64;
+  aoi__candidate *c = aoi__alloc(a, sizeof(aoi__candidate) * 2 * (size_t)cap);
+  if (c == NULL)
+    return false;
+  if (n > 0)
+    memcpy(c, k->candidates, sizeof(aoi__candidate) * n);
+  aoi__free(a, k->candidates, sizeof(aoi__candidate) * 2 * (size_t)old);
+  k->candidates = c;
+  k->candidate_capacity = cap;
+  return true;
+}
+
+static inline aoi__candidate *aoi__spare_candidates(aoi__worker *k)
+{
+  return k->candidates == NULL ? NULL : k->candidates + k->candidate_capacity;
+}
+
+/* Sorts enters by id in place, without allocating: insertion sort for the
+   usual handful, an LSD radix sort on the bytes that differ for a crowd
+   (a first tick among thousands), with `spare` as its second buffer. */
+static inline void aoi__sort_by_id(aoi__candidate *c, uint32_t n,
+                                   aoi__candidate *spare)
+{
+  if (n > 64 && spare != NULL) {
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (uint32_t i = 0; i < n; i++) {
+      all_or |= c[i].id;
+      all_and &= c[i].id;
+    }
+    uint64_t differ = all_or ^ all_and;
+    aoi__candidate *from = c, *to = spare;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+      if (((differ >> shift) & 0xff) == 0)
+        continue;
+      uint32_t count[257] = {0};
+      for (uint32_t i = 0; i < n; i++)
+        count[((from[i].id >> shift) & 0xff) + 1]++;
+      for (unsigned b = 0; b < 256; b++)
+        count[b + 1] += count[b];
+      for (uint32_t i = 0; i < n; i++)
+        to[count[(from[i].id >> shift) & 0xff]++] = from[i];
+      aoi__candidate *swap = from;
+      from = to;
+      to = swap;
+    }
+    if (from != c)
+      memcpy(c, from, sizeof(*c) * n);
+    return;
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    aoi__candidate v = c[i];
+    uint32_t j = i;
+    while (j > 0 && c[j - 1].id > v.id) {
+      c[j] = c[j - 1];
+      j--;
+    }
+    c[j] = v;
+  }
+}
+
+/* ---- views (view.c) ----------------------------------------------------- */
+
+/* Merges `n` enters (by id) into the view's first `kept` handles (by id),
+   in place; the view has room for both. With `told`, an enter's told
+   position is its mark. */
+void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
+                       aoi__candidate *enters, uint32_t n, const uint64_t *idof,
+                       const aoi__mark *mark);
+/* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
+   AOI_ENOMEM (then nothing changed). */
+int aoi__view_reserve(const aoi_allocator *a, aoi__view *view, uint32_t need,
+                      uint32_t hint, bool told);
+
+/* The growth hint of a view: room for 2/3 of the entries of the scanned
+   block or 1.5x the worker's mean view, but at most 4x what it needs, so
+   that the ups and downs of density do not make it grow again and again. */
+static inline uint32_t aoi__view_hint(const aoi__worker *k, uint32_t block,
+                                      uint32_t need)
+{
+  uint32_t hint = block / 3 * 2, most = 4 * need + 16;
+  uint64_t sizes = k->view_sum + k->last_view_sum;
+  uint64_t views = k->view_n + k->last_view_n;
+  uint32_t mean = views > 0 ? (uint32_t)(sizes / views) : 0;
+  uint32_t usual = 2 * mean;
+  hint = hint > usual ? hint : usual;
+  return hint < most ? hint : most;
+}
+
+/* ---- event records ------------------------------------------------------ */
+
+/* A watcher's events go into its worker's delivery segment (aoi__segment,
+   world.h) as one record, reserved before its view changes, so that a
+   watcher whose record cannot be stored keeps its view, and kept once it
+   is written. */
+
+/* Room in this worker's segment for a record of up to `events` events, or
+   NULL (then nothing changed). The record is written there, then kept by
+   aoi__commit_events. */
+static inline uint32_t *aoi__reserve_events(aoi__worker *k, uint32_t events)
+{
+  aoi__segment *seg = &k->world->segments[k->index];
+  uint64_t need = (uint64_t)seg->count + AOI__RECORD_HEADER + events;
+  if (need > UINT32_MAX / 2 ||
+      aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
+                         &seg->capacity, (uint32_t)need,
+                         sizeof(uint32_t)) != 0)
+    return NULL;
+  return seg->words + seg->count;
+}
+
+/* Keeps the record just written for watcher e, if it holds any event. */
+static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
+                                      uint32_t nl, uint32_t ne, uint32_t nm)
+{
+  uint32_t total = nl + ne + nm;
+  if (total == 0)
+    return;
+  aoi__segment *seg = &k->world->segments[k->index];
+  AOI__ASSERT(seg->count + AOI__RECORD_HEADER + total <= seg->capacity);
+  uint32_t *rec = seg->words + seg->count;
+  rec[0] = e->handle;
+  rec[1] = nl;
+  rec[2] = ne;
+  rec[3] = nm;
+  k->world->event_at[e->handle] = seg->count + 1;
+  seg->count += AOI__RECORD_HEADER + total;
+  seg->records++;
+  k->events_made += total;
+}
+
+/* ---- interest policies (policy.c) --------------------------------------- */
+
+/* Whether watcher a is told now of kept marker m, last told at (tx, ty):
+   with move bands, only on the ticks its band's period allows. */
+enum { AOI__TELL_NOTHING, AOI__TELL_NOW, AOI__TELL_LATER };
+static inline int aoi__tell_move(const aoi_world *w, const aoi__entity *a,
+                                 const aoi__mark *m, float tx, float ty,
+                                 uint64_t tick)
+{
+  if (m->x == tx && m->y == ty) /* as floats: -0 is +0 */
+    return AOI__TELL_NOTHING;
+  double dx = (double)m->x - (double)a->x, dy = (double)m->y - (double)a->y;
+  double d = sqrt(dx * dx + dy * dy);
+  uint64_t period = 1;
+  for (unsigned b = w->config.move_band_count; b-- > 0;)
+    if (d > (double)w->config.move_bands[b].distance) {
+      period = w->config.move_bands[b].period;
+      break;
+    }
+  if (period == 1 || (a->id % period + tick % period) % period == 0)
+    return AOI__TELL_NOW;
+  return AOI__TELL_LATER;
+}
+
+/* Lists, per owned watcher of the shard, the markers whose appeal reaches
+   it from beyond its radius (worker->appeal, appeal_start). 0 or
+   AOI_ENOMEM. */
+int aoi__find_appeals(aoi__worker *k, aoi__shard *s);
+/* Computes a watcher under the interest policies, from scratch. Events and
+   failures as compute_whole (compute.c). */
+int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                        const aoi__grid *fine, const uint32_t *appeals,
+                        uint32_t nappeals, bool any_appeal, uint64_t tick);
+
+#endif /* AOI_COMPUTE_H */

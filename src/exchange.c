@@ -1,0 +1,105 @@
+/*
+ * exchange.c: step 2 of a tick, on each worker for its own shards: ghost
+ * publishing.
+ *
+ * Every owned marker within ghost reach (the largest watcher reach, per
+ * axis, shape-aware) of another shard's rectangle is copied there as a
+ * ghost: stored directly in a shard of this worker, or appended to the
+ * ghost batch for the owning worker, one batch per peer (worker.c). Since
+ * a watcher's position lies in its own shard's rectangle, every marker it
+ * could see is then in that shard, owned or ghosted. Each departure this
+ * tick's ops made (where a marker that moved or was removed stood at the
+ * end of the last tick) goes the same way to every shard near where it
+ * stood, this one included.
+ *
+ * A shard that misses a ghost (out of memory, here or in a peer's batch)
+ * is degraded for the tick: its watchers keep their views and get no
+ * events until a tick that is complete.
+ */
+#include "internal.h"
+
+/* Adds a ghost to one of this worker's shards; a shard that misses one
+   computes no view this tick. */
+static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, t->index) == k->index);
+  int rc = aoi__reserve(&k->world->allocator, (void **)&t->ghosts,
+                        &t->ghost_capacity, t->ghost_count + 1,
+                        sizeof(aoi__ghost));
+  if (rc != 0) {
+    aoi__fail(k, rc);
+    t->degraded = true;
+    return;
+  }
+  t->ghosts[t->ghost_count++] = *g;
+  if (!(g->kind & AOI__GHOST_DEPARTED))
+    t->ghost_markers++;
+}
+
+/* Sends a copy of g to every shard whose rectangle lies within `reach` of
+   (g->x, g->y) per axis, except shard `skip`. Returns how many it sent. */
+static uint32_t send_around(aoi__worker *k, aoi__ghost g, double reach,
+                            unsigned skip)
+{
+  aoi_world *w = k->world;
+  const aoi__layout *l = &w->layout;
+  unsigned c0 = aoi__layout_col(l, (double)g.x - reach);
+  unsigned c1 = aoi__layout_col(l, (double)g.x + reach);
+  unsigned r0 = aoi__layout_row(l, (double)g.y - reach);
+  unsigned r1 = aoi__layout_row(l, (double)g.y + reach);
+  uint32_t sent = 0;
+  for (unsigned row = r0; row <= r1; row++)
+    for (unsigned col = c0; col <= c1; col++) {
+      unsigned to = row * l->cols + col;
+      if (to == skip)
+        continue;
+      g.shard = to;
+      sent++;
+      unsigned owner = aoi__worker_of(w, to);
+      if (owner != k->index)
+        aoi__batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
+      else
+        store_ghost(k, &w->shards[to], &g);
+    }
+  return sent;
+}
+
+/* Ghosts every marker near another shard, and sends this tick's departures
+   to every shard (this one included) whose watchers could have seen the
+   marker where it stood. */
+void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
+                         uint64_t tick)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  for (uint32_t i = 0; i < s->count; i++) {
+    const aoi__entity *e = &s->entities[i];
+    if (!(e->flags & AOI_MARKER))
+      continue;
+    aoi__ghost g;
+    g.id = e->id;
+    g.handle = e->handle;
+    g.layers = e->layers;
+    g.x = e->x;
+    g.y = e->y;
+    g.shard = s->index;
+    g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
+    if (e->appeal > 0)
+      g.kind |= AOI__GHOST_APPEAL;
+    if (e->touched == tick && k->world->mark[e->handle].moved == (uint32_t)tick)
+      g.kind |= AOI__GHOST_MOVED;
+    k->ghosts += send_around(k, g, reach, s->index);
+  }
+  for (uint32_t i = 0; i < s->departed_count; i++)
+    send_around(k, s->departed[i], reach, AOI__NONE);
+}
+
+void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b)
+{
+  aoi_world *w = k->world;
+  const aoi__ghost *items = b->items;
+  if (b->incomplete) /* the peer dropped a ghost for one of these shards */
+    for (unsigned s = k->index; s < w->shard_count; s += w->threads)
+      w->shards[s].degraded = true;
+  for (uint32_t i = 0; i < b->count; i++)
+    store_ghost(k, &w->shards[items[i].shard], &items[i]);
+}

@@ -1,0 +1,41 @@
+/*
+ * idmap.h: the host's map from 64-bit entity ids to 32-bit handles
+ * (idmap.c). Host thread only.
+ */
+#ifndef AOI_IDMAP_H
+#define AOI_IDMAP_H
+
+#include "base.h"
+
+/* One slot: the id, its handle, and the low bits of the id's keyed hash
+   (its home slot in any table of up to 2^32 slots, so growing and deleting
+   need not rehash). 16 bytes: a lookup reads one cache line. */
+typedef struct aoi__idmap_slot {
+  uint64_t id;
+  uint32_t handle; /* AOI__NONE marks an empty slot */
+  uint32_t hash;
+} aoi__idmap_slot;
+_Static_assert(sizeof(aoi__idmap_slot) == 16, "four slots a cache line");
+
+typedef struct aoi__idmap {
+  aoi__idmap_slot *slots;
+  uint32_t capacity; /* a power of two, or 0 */
+  uint32_t count;
+  uint64_t key[2]; /* this map's secret hash key, drawn at init */
+} aoi__idmap;
+
+/* Empties the map and draws its key. Cannot fail. */
+void aoi__idmap_init(aoi__idmap *map);
+/* Frees the slots; the map stays usable, empty, with the same key. */
+void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map);
+uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id);
+/* Makes room for one more id; call before aoi__idmap_put. On failure
+   returns AOI_ENOMEM and changes nothing. */
+int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map);
+void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle);
+void aoi__idmap_del(aoi__idmap *map, uint64_t id);
+/* O(capacity): every live slot is found by its id, holds its hash, and no
+   gap splits it from its home slot; count and load factor agree. */
+bool aoi__idmap_valid(const aoi__idmap *map);
+
+#endif /* AOI_IDMAP_H */

@@ -1,0 +1,423 @@
+/*
+ * policy.c: the interest policies of the compute step (trace format v2):
+ * caps (a watcher sees at most its cap nearest markers), appeals (a marker
+ * is seen from as far as its own appeal, beyond a watcher's radius) and
+ * move bands (a far marker's moves are told every few ticks). Called by
+ * compute.c for the watchers under a policy; every other watcher takes the
+ * plain paths there, which the policies cannot affect.
+ *
+ * A policy watcher is computed from scratch (aoi__compute_policy): its
+ * picks are the markers it could see (gather_reach, or gather_nearest for a
+ * capped one, which searches a fine grid ring by ring), each with a key
+ * (its distance, less the hysteresis for one its view holds); under a cap
+ * the cap first picks are kept (select_nearest, with ids breaking ties, so
+ * the choice is deterministic); what the view held and no pick names
+ * leaves, and the rest enter. aoi__find_appeals lists, per watcher, the
+ * markers whose appeal reaches it from beyond its radius.
+ */
+#include "compute.h"
+
+static inline bool pick_before(const aoi__pick *a, const aoi__pick *b)
+{
+  return a->key < b->key || (a->key == b->key && a->id < b->id);
+}
+
+/* Puts the k picks that come first (smallest key, then smallest id) in
+   p[0 .. k), in no order: a quickselect, O(n) expected. Keys and ids
+   order the picks totally, so which k they are does not depend on the
+   pivots. */
+static void select_nearest(aoi__pick *p, uint32_t n, uint32_t k)
+{
+  uint32_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
+  while (hi - lo > 1) {
+    /* median of three as the pivot, moved to the end */
+    uint32_t mid = lo + (hi - lo) / 2, last = hi - 1;
+    if (pick_before(&p[mid], &p[lo])) {
+      aoi__pick t = p[mid]; p[mid] = p[lo]; p[lo] = t;
+    }
+    if (pick_before(&p[last], &p[lo])) {
+      aoi__pick t = p[last]; p[last] = p[lo]; p[lo] = t;
+    }
+    if (pick_before(&p[mid], &p[last])) {
+      aoi__pick t = p[mid]; p[mid] = p[last]; p[last] = t;
+    }
+    aoi__pick pivot = p[last];
+    uint32_t store = lo;
+    for (uint32_t i = lo; i < last; i++)
+      if (pick_before(&p[i], &pivot)) {
+        aoi__pick t = p[i]; p[i] = p[store]; p[store] = t;
+        store++;
+      }
+    p[last] = p[store];
+    p[store] = pivot;
+    /* p[lo .. store) come before the pivot, p[store + 1 .. hi) after */
+    if (store == k - 1 || store == k)
+      return;
+    if (store < k)
+      lo = store + 1;
+    else
+      hi = store;
+  }
+}
+
+static bool reserve_pick(aoi__worker *k, uint32_t n)
+{
+  if (n < k->pick_capacity)
+    return true;
+  return aoi__reserve(&k->world->allocator, (void **)&k->picks,
+                      &k->pick_capacity, n + 1, sizeof(aoi__pick)) == 0;
+}
+
+/* Lists, for every owned watcher of the shard, the markers whose appeal
+   is larger than its radius and reaches it (their appeal plus the
+   hysteresis): only those can be seen beyond the watcher's own reach.
+   Each marker with an appeal looks around itself once, so a few of them
+   cost the watchers near them, and no watcher scans further than its
+   own radius. 0 or AOI_ENOMEM. */
+int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__grid *g = &s->grid;
+  uint32_t slots = s->count, pairs = 0;
+  int rc = aoi__reserve(a, (void **)&k->appeal_start,
+                        &k->appeal_start_capacity, slots + 2,
+                        sizeof(uint32_t));
+  if (rc != 0)
+    return rc;
+  memset(k->appeal_start, 0, sizeof(uint32_t) * (slots + 2));
+  uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
+                                                        g->width - 1);
+  const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+  for (uint32_t i = 0; i < end; i++) {
+    const uint32_t appealing = AOI__ENTRY_MARKER | AOI__ENTRY_APPEAL;
+    if ((g->info[i] & appealing) != appealing)
+      continue;
+    float appeal = w->appeal[g->handle[i]];
+    double reach = (double)appeal + w->config.hysteresis, box[4];
+    uint32_t r[4];
+    aoi__reach_box(&w->shape, g->x[i], g->y[i], reach, box);
+    aoi__grid_range(g, box, r);
+    for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+      for (uint32_t j = aoi__grid_row_begin(g, cy, r[0]);
+           j < aoi__grid_row_end(g, cy, r[2]); j++) {
+        if ((g->info[j] & want) != want || !(g->radius[j] < appeal) ||
+            g->handle[j] == g->handle[i] ||
+            !aoi__within(&w->shape, g->x[j], g->y[j], g->x[i], g->y[i],
+                         reach))
+          continue;
+        if ((rc = aoi__reserve(a, (void **)&k->appeal_pairs,
+                               &k->appeal_pair_capacity, pairs + 1,
+                               sizeof(uint64_t))) != 0)
+          return rc;
+        k->appeal_pairs[pairs++] = (uint64_t)g->slot[j] << 32 | i;
+        k->appeal_start[g->slot[j] + 2]++;
+      }
+  }
+  if ((rc = aoi__reserve(a, (void **)&k->appeal, &k->appeal_capacity,
+                         pairs + 1, sizeof(uint32_t))) != 0)
+    return rc;
+  for (uint32_t i = 0; i < slots; i++)
+    k->appeal_start[i + 2] += k->appeal_start[i + 1];
+  /* appeal_start[slot + 1] is the running cursor, then the start of the
+     next slot */
+  for (uint32_t p = 0; p < pairs; p++) {
+    uint32_t slot = (uint32_t)(k->appeal_pairs[p] >> 32);
+    k->appeal[k->appeal_start[slot + 1]++] = (uint32_t)k->appeal_pairs[p];
+  }
+  return 0;
+}
+
+/* Adds marker h (id, at x, y) to watcher e's picks if e could see it:
+   `base` is max(e's radius, its appeal). False when out of memory. */
+static bool add_pick_at(aoi__worker *k, const aoi__entity *e, uint32_t h,
+                        uint64_t id, float x, float y, double base,
+                        uint32_t how, uint32_t *n)
+{
+  aoi_world *w = k->world;
+  if (aoi__is_member(k, h))
+    how |= AOI__PICK_MEMBER;
+  double hysteresis = w->config.hysteresis;
+  double reach = (how & AOI__PICK_MEMBER) ? base + hysteresis : base;
+  if (!aoi__within(&w->shape, e->x, e->y, x, y, reach))
+    return true;
+  if (!reserve_pick(k, *n))
+    return false;
+  aoi__pick *p = &k->picks[(*n)++];
+  p->id = id;
+  p->handle = h;
+  p->how = how;
+  p->key = 0;
+  if (e->cap > 0) {
+    double dx = (double)x - (double)e->x, dy = (double)y - (double)e->y;
+    p->key = sqrt(dx * dx + dy * dy);
+    if (how & AOI__PICK_MEMBER)
+      p->key -= hysteresis;
+  }
+  return true;
+}
+
+static inline bool add_pick(aoi__worker *k, const aoi__entity *e,
+                            const aoi__grid *g, uint32_t i, double base,
+                            uint32_t how, uint32_t *n)
+{
+  return add_pick_at(k, e, g->handle[i], g->id[i], g->x[i], g->y[i], base,
+                     how, n);
+}
+
+/* Whether grid entry i is a marker that watcher e's own radius must find:
+   not e itself, of interest, and not one whose appeal reaches further
+   (the appeal list has those). */
+static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
+                              const aoi__grid *g, uint32_t i, bool any_appeal)
+{
+  uint32_t info = g->info[i];
+  return (info & AOI__ENTRY_MARKER) && (g->layers[i] & e->interest) != 0 &&
+         g->handle[i] != e->handle &&
+         !(any_appeal && (info & AOI__ENTRY_APPEAL) &&
+           w->appeal[g->handle[i]] > e->radius);
+}
+
+/* The picks of a watcher: every marker it could see, from a scan of its
+   reach and its appeal list. `block` counts the entries scanned. */
+static bool gather_reach(aoi__worker *k, const aoi__entity *e,
+                         const aoi__grid *g, const uint32_t *appeals,
+                         uint32_t nappeals, bool any_appeal, uint32_t *n,
+                         uint32_t *block)
+{
+  aoi_world *w = k->world;
+  double radius = e->radius, box[4];
+  uint32_t r[4];
+  aoi__reach_box(&w->shape, e->x, e->y, radius + w->config.hysteresis, box);
+  aoi__grid_range(g, box, r);
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
+    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+    *block += end - begin;
+    for (uint32_t i = begin; i < end; i++)
+      if (own_marker(w, e, g, i, any_appeal) &&
+          !add_pick(k, e, g, i, radius, 0, n))
+        return false;
+  }
+  for (uint32_t j = 0; j < nappeals; j++) {
+    uint32_t i = appeals[j];
+    if ((g->layers[i] & e->interest) != 0 &&
+        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
+      return false;
+  }
+  return true;
+}
+
+/* Keeps the cap nearest picks of n, if there are more: the others can
+   never be among the nearest, however many more come. */
+static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
+{
+  if (n <= cap)
+    return n;
+  select_nearest(k->picks, n, cap);
+  return cap;
+}
+
+/* The markers of one cell of the fine grid that watcher e's own radius
+   finds, and that its view does not hold, as picks. */
+static bool pick_cell(aoi__worker *k, const aoi__entity *e,
+                      const aoi__grid *fine, uint32_t cell, bool any_appeal,
+                      uint32_t *n, uint32_t *block)
+{
+  uint32_t begin = fine->start[AOI__GRID_CLASSES * cell];
+  uint32_t end = fine->start[AOI__GRID_CLASSES * cell + 2];
+  *block += end - begin;
+  for (uint32_t i = begin; i < end; i++)
+    if (own_marker(k->world, e, fine, i, any_appeal) &&
+        !aoi__is_member(k, fine->handle[i]) &&
+        !add_pick(k, e, fine, i, e->radius, 0, n))
+      return false;
+  return true;
+}
+
+/* The picks of a capped watcher, nearest first: the members it held
+   (from the marks), its appeal list, then the fine grid's cells in rings
+   around it, until the cap-th nearest so far is nearer than anything the
+   next ring can hold, or its radius is passed. A crowd then costs each
+   capped watcher about the cells that hold its cap nearest, not its whole
+   reach. Only the cap nearest are left in the picks. */
+static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
+                           const aoi__grid *g, const aoi__grid *fine,
+                           const uint32_t *appeals, uint32_t nappeals,
+                           bool any_appeal, uint32_t *n, uint32_t *block)
+{
+  aoi_world *w = k->world;
+  const aoi__view *view = &e->view;
+  double radius = e->radius;
+  uint32_t cap = e->cap;
+  for (uint32_t j = 0; j < view->count; j++) {
+    uint32_t h = view->handles[j];
+    const aoi__mark *m = &w->mark[h];
+    float appeal = w->appeal[h];
+    if ((m->layers & e->interest) != 0 &&
+        !add_pick_at(k, e, h, w->idof[h], m->x, m->y,
+                     appeal > radius ? appeal : radius,
+                     appeal > e->radius ? AOI__PICK_APPEAL : 0, n))
+      return false;
+  }
+  for (uint32_t j = 0; j < nappeals; j++) {
+    uint32_t i = appeals[j];
+    if ((g->layers[i] & e->interest) != 0 && !aoi__is_member(k, g->handle[i]) &&
+        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
+      return false;
+  }
+  double at[4] = {e->x, e->y, e->x, e->y};
+  uint32_t c[4];
+  aoi__grid_range(fine, at, c);
+  double side = 1 / fine->inverse;
+  double rx = floor(((double)e->x - fine->x0) * fine->inverse);
+  double ry = floor(((double)e->y - fine->y0) * fine->inverse);
+  /* outside the grid's box, its edge cells hold what lies beyond: no ring
+     bounds the distance then */
+  bool inside = rx == (double)c[0] && ry == (double)c[1];
+  /* how far apart, per axis, its radius can see a marker */
+  double reach = aoi__reach_extent(&w->shape, radius) * (1 + 1e-9) + 1e-9;
+  uint32_t cx = c[0], cy = c[1];
+  for (uint32_t ring = 0;; ring++) {
+    uint32_t x0 = cx >= ring ? cx - ring : 0, y0 = cy >= ring ? cy - ring : 0;
+    uint32_t x1 = cx + ring < fine->width ? cx + ring : fine->width - 1;
+    uint32_t y1 = cy + ring < fine->height ? cy + ring : fine->height - 1;
+    for (uint32_t y = y0; y <= y1; y++) {
+      /* the ring's top and bottom rows whole, its sides' two cells */
+      uint32_t row = y * fine->width;
+      bool ok = true;
+      if (y + ring == cy || y == cy + ring) {
+        for (uint32_t x = x0; x <= x1 && ok; x++)
+          ok = pick_cell(k, e, fine, row + x, any_appeal, n, block);
+      } else {
+        if (cx >= ring)
+          ok = pick_cell(k, e, fine, row + cx - ring, any_appeal, n, block);
+        if (ok && cx + ring < fine->width)
+          ok = pick_cell(k, e, fine, row + cx + ring, any_appeal, n, block);
+      }
+      if (!ok)
+        return false;
+    }
+    bool all = x0 == 0 && y0 == 0 && x1 == fine->width - 1 &&
+               y1 == fine->height - 1;
+    if (all)
+      return true;
+    /* nothing beyond this ring lies nearer than `beyond`, per axis */
+    double beyond = inside ? (double)ring * side * (1 - 1e-9) : 0;
+    if (beyond > reach)
+      return true; /* past its own reach: no new pick */
+    if (*n >= cap) {
+      *n = keep_nearest(k, *n, cap);
+      double kth = 0;
+      for (uint32_t j = 0; j < *n; j++)
+        kth = k->picks[j].key > kth ? k->picks[j].key : kth;
+      if (kth < beyond)
+        return true;
+    }
+  }
+}
+
+/* Computes a watcher under the interest policies, from scratch: the
+   markers within its own reach (but those whose appeal is larger, which
+   aoi__find_appeals listed), the markers that reach it by their appeal, then,
+   under a cap, the nearest of them, and with move bands, the moves its
+   bands allow this tick. Events and failures as compute_whole. */
+int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                        const aoi__grid *fine, const uint32_t *appeals,
+                        uint32_t nappeals, bool any_appeal, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__mark *mark = w->mark;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  for (uint32_t i = 0; i < v; i++)
+    aoi__set_member(k, view->handles[i]);
+  uint32_t n = 0, block = 0;
+  bool complete = e->cap > 0 && fine != NULL
+                      ? gather_nearest(k, e, g, fine, appeals, nappeals,
+                                       any_appeal, &n, &block)
+                      : gather_reach(k, e, g, appeals, nappeals, any_appeal,
+                                     &n, &block);
+  if (!complete) { /* keep the view; a resync next tick */
+    aoi__clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  if (e->cap > 0)
+    n = keep_nearest(k, n, e->cap);
+  /* The picks that the view held stay: their bit goes. The others enter. */
+  uint32_t ne = 0;
+  bool far = false;
+  for (uint32_t j = 0; j < n; j++) {
+    const aoi__pick *p = &k->picks[j];
+    far |= (p->how & AOI__PICK_APPEAL) != 0;
+    if (p->how & AOI__PICK_MEMBER) {
+      aoi__clear_member(k, p->handle);
+      continue;
+    }
+    if (!aoi__reserve_candidate(k, ne)) {
+      aoi__clear_view_bits(k, view->handles, v);
+      return AOI_ENOMEM;
+    }
+    k->candidates[ne++] = (aoi__candidate){p->id, p->handle};
+  }
+  bool told = aoi__bands(w);
+  uint32_t *rec = NULL;
+  if (v + ne > 0 &&
+      ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
+       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
+                    sizeof(uint32_t)) != 0 ||
+       aoi__view_reserve(a, view, v + ne, aoi__view_hint(k, block, v + ne),
+                         told) != 0)) {
+    aoi__clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  bool move_events = w->config.move_events != 0, lagging = false;
+  uint32_t *hs = view->handles;
+  float *tp = aoi__view_told(view, told);
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  for (uint32_t i = 0; i < v; i++) {
+    uint32_t h = hs[i];
+    if (aoi__is_member(k, h)) { /* not picked: it leaves */
+      aoi__clear_member(k, h);
+      out[nl++] = h;
+      continue;
+    }
+    const aoi__mark *m = &mark[h];
+    if (told) {
+      float tx = tp[2 * i], ty = tp[2 * i + 1];
+      int tell = aoi__tell_move(w, e, m, tx, ty, tick);
+      if (tell == AOI__TELL_NOW) {
+        moves[nm++] = h;
+        tx = m->x;
+        ty = m->y;
+      }
+      lagging |= tell == AOI__TELL_LATER;
+      tp[2 * kept] = tx;
+      tp[2 * kept + 1] = ty;
+    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
+      moves[nm++] = h;
+    }
+    hs[kept++] = h;
+  }
+  if (ne > 0) {
+    aoi__candidate *enters = k->candidates;
+    aoi__sort_by_id(enters, ne, aoi__spare_candidates(k));
+    for (uint32_t j = 0; j < ne; j++)
+      out[nl + j] = enters[j].handle;
+    aoi__merge_enters(view, tp, kept, enters, ne, w->idof, mark);
+  } else {
+    view->count = kept;
+  }
+  if (nm > 0)
+    memcpy(out + nl + ne, moves, sizeof(uint32_t) * nm);
+  if (v + ne > 0)
+    aoi__commit_events(k, e, nl, ne, nm);
+  k->view_sum += view->count;
+  k->view_n++;
+  e->stale = (far || lagging) ? AOI__STALE_POLICY : 0;
+  k->lagging += lagging;
+  return 0;
+}

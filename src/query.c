@@ -1,0 +1,222 @@
+/*
+ * query.c: what the host reads between ticks: aoi_query_circle, aoi_view,
+ * aoi_watchers_of, aoi_shard_ghosts, aoi_stats_get and aoi_shard_info_get.
+ *
+ * Queries read the shards' state as of the last tick (their grids, views
+ * and ghosts), which no thread writes between ticks; every one returns
+ * AOI_EBUSY while a tick is in flight. An answer of ids is sorted, so it
+ * does not depend on the shard layout.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static int compare_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int collect(aoi_world *w, uint32_t n, uint64_t id)
+{
+  int rc = aoi__reserve(&w->allocator, (void **)&w->query_ids,
+                        &w->query_capacity, n + 1, sizeof(uint64_t));
+  if (rc == 0)
+    w->query_ids[n] = id;
+  return rc;
+}
+
+static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
+                   size_t *count)
+{
+  if (n > 1)
+    qsort(w->query_ids, n, sizeof(uint64_t), compare_u64);
+  for (uint32_t i = 0; i < n && i < capacity; i++)
+    ids[i] = w->query_ids[i];
+  *count = n;
+}
+
+/* Calls visit(shard) for every shard whose rectangle meets the box. */
+static void shards_in_box(const aoi_world *w, const double box[4],
+                          unsigned range[4])
+{
+  range[0] = aoi__layout_col(&w->layout, box[0]);
+  range[1] = aoi__layout_row(&w->layout, box[1]);
+  range[2] = aoi__layout_col(&w->layout, box[2]);
+  range[3] = aoi__layout_row(&w->layout, box[3]);
+}
+
+int aoi_query_circle(aoi_world *w, float x, float y, float radius,
+                     uint32_t layer_mask, uint64_t *ids, size_t capacity,
+                     size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  if (!isfinite(x) || !isfinite(y))
+    return AOI_ECOORD;
+  if (!aoi__radius_ok(w, radius))
+    return AOI_ERADIUS;
+  aoi__shape circle = {AOI_SHAPE_CIRCLE, 0};
+  double box[4];
+  aoi__reach_box(&circle, x, y, radius, box);
+  unsigned sr[4];
+  shards_in_box(w, box, sr);
+  uint32_t n = 0;
+  for (unsigned row = sr[1]; row <= sr[3]; row++)
+    for (unsigned col = sr[0]; col <= sr[2]; col++) {
+      const aoi__grid *g = &w->shards[row * w->layout.cols + col].grid;
+      if (g->count == 0)
+        continue;
+      uint32_t r[4];
+      aoi__grid_range(g, box, r);
+      for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+        for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
+             i < aoi__grid_row_end(g, cy, r[2]); i++) {
+          const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_MARKER;
+          if ((g->info[i] & want) != want || (g->layers[i] & layer_mask) == 0)
+            continue;
+          if (!aoi__within(&circle, x, y, g->x[i], g->y[i], radius))
+            continue;
+          if (collect(w, n, g->id[i]) != 0)
+            return AOI_ENOMEM;
+          n++;
+        }
+    }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}
+
+/* The shard record of a live, applied handle, or NULL. */
+static const aoi__entity *applied(const aoi_world *w, uint32_t h)
+{
+  if (w->host[h].born > w->tick)
+    return NULL;
+  const aoi__location *loc = &w->location[h];
+  return &w->shards[loc->shard].entities[loc->slot];
+}
+
+int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
+             size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  uint32_t h = aoi__live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  const aoi__entity *e = applied(w, h);
+  size_t n = e != NULL ? e->view.count : 0;
+  for (size_t i = 0; i < n && i < capacity; i++)
+    ids[i] = w->idof[e->view.handles[i]];
+  *count = n;
+  return 0;
+}
+
+static bool view_holds(const aoi_world *w, const aoi__view *v, uint64_t id,
+                       uint32_t handle)
+{
+  uint32_t at = aoi__view_find(v, w->idof, id);
+  return at < v->count && v->handles[at] == handle;
+}
+
+int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
+                    size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  uint32_t h = aoi__live_handle(w, id);
+  if (h == AOI__NONE)
+    return AOI_ENOENT;
+  const aoi__entity *e = applied(w, h);
+  uint32_t n = 0;
+  if (e != NULL && (e->flags & AOI_MARKER)) {
+    double d = w->last_ghost_reach;
+    double box[4] = {e->x - d, e->y - d, e->x + d, e->y + d};
+    unsigned sr[4];
+    shards_in_box(w, box, sr);
+    for (unsigned row = sr[1]; row <= sr[3]; row++)
+      for (unsigned col = sr[0]; col <= sr[2]; col++) {
+        const aoi__shard *s = &w->shards[row * w->layout.cols + col];
+        const aoi__grid *g = &s->grid;
+        if (g->count == 0)
+          continue;
+        uint32_t r[4];
+        aoi__grid_range(g, box, r);
+        for (uint32_t cy = r[1]; cy <= r[3]; cy++)
+          for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
+               i < aoi__grid_row_end(g, cy, r[2]); i++) {
+            const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+            if ((g->info[i] & want) != want)
+              continue;
+            if (!view_holds(w, &s->entities[g->slot[i]].view, e->id, h))
+              continue;
+            if (collect(w, n, g->id[i]) != 0)
+              return AOI_ENOMEM;
+            n++;
+          }
+      }
+  }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}
+
+int aoi_shard_ghosts(aoi_world *w, unsigned shard, uint64_t *ids,
+                     size_t capacity, size_t *count)
+{
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0) ||
+      shard >= w->shard_count)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  const aoi__shard *s = &w->shards[shard];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->ghost_count; i++) {
+    if (s->ghosts[i].kind & AOI__GHOST_DEPARTED)
+      continue;
+    if (collect(w, n, s->ghosts[i].id) != 0)
+      return AOI_ENOMEM;
+    n++;
+  }
+  answer(w, n, ids, capacity, count);
+  return 0;
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+int aoi_stats_get(const aoi_world *world, aoi_stats *stats)
+{
+  if (world == NULL || stats == NULL)
+    return AOI_EINVAL;
+  if (world->in_flight)
+    return AOI_EBUSY;
+  *stats = world->stats;
+  return 0;
+}
+
+int aoi_shard_info_get(const aoi_world *w, unsigned shard,
+                       aoi_shard_info *info)
+{
+  if (w == NULL || info == NULL || shard >= w->shard_count)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  const aoi__layout *l = &w->layout;
+  unsigned col = shard % l->cols, row = shard / l->cols;
+  aoi_shard_info i;
+  i.min_x = col > 0 ? l->xcut[col - 1] : -INFINITY;
+  i.max_x = col + 1 < l->cols ? l->xcut[col] : INFINITY;
+  i.min_y = row > 0 ? l->ycut[row - 1] : -INFINITY;
+  i.max_y = row + 1 < l->rows ? l->ycut[row] : INFINITY;
+  i.worker = aoi__worker_of(w, shard);
+  i.entities = w->shards[shard].count;
+  i.ghosts = w->shards[shard].ghost_markers;
+  i.compute_ns = w->shards[shard].compute_ns;
+  *info = i;
+  return 0;
+}

@@ -1,0 +1,152 @@
+/*
+ * rebalance.c: moving the shard cuts, on the host thread at the start of a
+ * tick (tick.c).
+ *
+ * A crowd that gathers in one city would leave its work on one core. Every
+ * rebalance_interval ticks the host weighs each shard's load (each entity
+ * weighs 1 plus its view's size); when the busiest shard carries more than
+ * 1.25x the mean, it plans new cuts at the quantiles of a weighted sample
+ * of the entities' coordinates, and counts exactly which entities the new
+ * cuts hand off, so that the tick can reserve for them before anything
+ * changes. The tick then commits the cuts and tells the workers to check
+ * every entity's shard (aoi__tick_command.relayout). Rebalancing is only
+ * an optimisation: a plan that cannot get memory is skipped.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int compare_samples(const void *a, const void *b)
+{
+  float x = ((const aoi__sample *)a)->v, y = ((const aoi__sample *)b)->v;
+  return (x > y) - (x < y);
+}
+
+/* Cuts that split the sampled coordinates into `bands` parts of equal
+   weight. */
+static void quantile_cuts(aoi__sample *sample, uint32_t n, uint64_t total,
+                          unsigned bands, double *cut)
+{
+  qsort(sample, n, sizeof(*sample), compare_samples);
+  uint64_t sum = 0;
+  uint32_t i = 0;
+  for (unsigned c = 1; c < bands; c++) {
+    uint64_t want = total * c / bands;
+    while (i + 1 < n && sum + sample[i].weight <= want)
+      sum += sample[i++].weight;
+    double v = sample[i].v;
+    if (c > 1 && !(v > cut[c - 2]))
+      v = nextafter(cut[c - 2], INFINITY); /* strictly increasing */
+    cut[c - 1] = v;
+  }
+}
+
+/* The work an entity brings its shard each tick: itself, plus the view it
+   walks when it is a watcher. A crowd's dense quarter costs more than its
+   head count says. */
+static uint32_t entity_load(const aoi__entity *e)
+{
+  return 1 + e->view.count;
+}
+
+/* Counts an entity in shard `from` at (x, y) that the new cuts `next` may
+   hand off. */
+static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
+                         float x, float y)
+{
+  unsigned to = aoi__layout_shard(next, x, y);
+  if (to == from)
+    return;
+  w->plan.arrivals[to]++;
+  unsigned from_worker = aoi__worker_of(w, from);
+  unsigned to_worker = aoi__worker_of(w, to);
+  if (from_worker != to_worker)
+    w->plan.bound[from_worker * w->threads + to_worker]++;
+}
+
+/* Decides whether this tick moves the shard cuts and, if so, plans the new
+   ones and counts exactly where every entity goes, so that the tick can
+   reserve for the handoffs. Nothing is changed yet; false when no move is
+   due, or when the plan cannot get memory (rebalancing is only an
+   optimisation). */
+bool aoi__plan_relayout(aoi_world *w)
+{
+  unsigned interval = w->config.rebalance_interval;
+  unsigned shards = w->shard_count;
+  if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
+    return false;
+  uint64_t total = 0, most = 0, count = 0;
+  for (unsigned s = 0; s < shards; s++) {
+    uint64_t load = 0;
+    for (uint32_t i = 0; i < w->shards[s].count; i++)
+      load += entity_load(&w->shards[s].entities[i]);
+    total += load;
+    count += w->shards[s].count;
+    if (load > most)
+      most = load;
+  }
+  if (count < 4ull * shards || most * 4 <= total * 5 / shards)
+    return false; /* busiest shard within 1.25x of the mean load */
+  const aoi_allocator *a = &w->allocator;
+  aoi__plan *p = &w->plan;
+  unsigned cols = w->layout.cols, rows = w->layout.rows;
+  uint32_t step = (uint32_t)(count / 65536 + 1);
+  uint32_t n = (uint32_t)(count / step + shards);
+  if (p->xcut == NULL) {
+    p->xcut = aoi__calloc(a, sizeof(double) * cols);
+    p->ycut = aoi__calloc(a, sizeof(double) * rows);
+    p->arrivals = aoi__calloc(a, sizeof(uint32_t) * shards);
+    p->bound = aoi__calloc(a, sizeof(uint32_t) * w->threads * w->threads);
+    if (!p->xcut || !p->ycut || !p->arrivals || !p->bound)
+      return false;
+  }
+  if (aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n,
+                   sizeof(aoi__sample)) != 0 ||
+      aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n,
+                   sizeof(aoi__sample)) != 0)
+    return false;
+  uint32_t m = 0, seen = 0;
+  uint64_t sampled = 0;
+  for (unsigned s = 0; s < shards; s++)
+    for (uint32_t i = 0; i < w->shards[s].count; i++)
+      if (seen++ % step == 0 && m < n) {
+        const aoi__entity *e = &w->shards[s].entities[i];
+        uint32_t load = entity_load(e);
+        p->xs[m] = (aoi__sample){e->x, load};
+        p->ys[m] = (aoi__sample){e->y, load};
+        sampled += load;
+        m++;
+      }
+  quantile_cuts(p->xs, m, sampled, cols, p->xcut);
+  quantile_cuts(p->ys, m, sampled, rows, p->ycut);
+  aoi__layout next = {cols, rows, p->xcut, p->ycut};
+  memset(p->arrivals, 0, sizeof(uint32_t) * shards);
+  memset(p->bound, 0, sizeof(uint32_t) * w->threads * w->threads);
+  /* Under the new cuts an entity may leave from where it is now, or from
+     where this tick's ops put it: count both, an upper bound. */
+  for (unsigned s = 0; s < shards; s++)
+    for (uint32_t i = 0; i < w->shards[s].count; i++) {
+      const aoi__entity *e = &w->shards[s].entities[i];
+      plan_arrival(w, &next, s, e->x, e->y);
+    }
+  for (unsigned s = 0; s < shards; s++) {
+    const aoi__queue *q = &w->shards[s].queue;
+    for (uint32_t i = 0; i < q->count; i++) {
+      const aoi__record *r = &q->records[i];
+      if (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
+        plan_arrival(w, &next, s, r->x, r->y);
+    }
+  }
+  return true;
+}
+
+void aoi__commit_relayout(aoi_world *w)
+{
+  if (w->layout.cols > 1)
+    memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
+  if (w->layout.rows > 1)
+    memcpy(w->layout.ycut, w->plan.ycut, sizeof(double) * (w->layout.rows - 1));
+  w->stats.rebalances++;
+}

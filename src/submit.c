@@ -1,0 +1,474 @@
+/*
+ * submit.c: the host's half of an operation, between ticks: aoi_add,
+ * aoi_move, aoi_set_*, aoi_remove, the handles and their tables, and the op
+ * records queued for the shards.
+ *
+ * Each operation is validated against the state as submitted so far, every
+ * allocation it needs is made first (so a failure changes nothing), then it
+ * is recorded in the host's handle table and folded into the entity's
+ * record in the queue of the shard that owns it (route()): one record per
+ * handle per tick, holding the latest position, radius and masks, so a
+ * queue holds at most one record per live entity plus one per entity
+ * removed since the last tick, however many calls were made. An add and a
+ * remove of the same handle between two ticks cancel out, and the handle
+ * is free again at once. The host keeps, per record, the bounds the tick
+ * reserves for (an arrival in the shard its position names, a slot in a
+ * handoff batch), and moves them when a later move names another shard.
+ *
+ * The per-handle tables (world.h) live in one block, grown here. This file
+ * also frees everything the host side holds (aoi__host_free).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+int aoi__host_init(aoi_world *w)
+{
+  aoi__idmap_init(&w->ids);
+  return 0;
+}
+
+/* The per-handle tables live in one block, so growing them is one
+   allocation: it succeeds or changes nothing. */
+typedef struct handle_tables {
+  aoi__host_entity *host;
+  aoi__location *location;
+  aoi__mark *mark;
+  float *appeal;
+  aoi__outbox *outbox;
+  uint64_t *idof;
+  uint32_t *event_at, *queued, *free_handles, *limbo, *limbo_old, *backlog,
+      *assigned;
+  uint8_t *in_backlog;
+} handle_tables;
+
+static size_t align16(size_t n)
+{
+  return (n + 15) & ~(size_t)15;
+}
+
+/* The block's size for `cap` handles; with `block`, where each table is. */
+static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
+{
+  size_t at = 0;
+#define TABLE(field, elem)                                                     \
+  do {                                                                         \
+    if (block != NULL)                                                         \
+      t->field = (void *)(block + at);                                         \
+    at += align16(sizeof(elem) * (size_t)cap);                                 \
+  } while (0)
+  TABLE(host, aoi__host_entity);
+  TABLE(location, aoi__location);
+  TABLE(mark, aoi__mark);
+  TABLE(appeal, float);
+  TABLE(outbox, aoi__outbox);
+  TABLE(idof, uint64_t);
+  TABLE(event_at, uint32_t);
+  TABLE(queued, uint32_t);
+  TABLE(free_handles, uint32_t);
+  TABLE(limbo, uint32_t);
+  TABLE(limbo_old, uint32_t);
+  TABLE(backlog, uint32_t);
+  TABLE(assigned, uint32_t);
+  TABLE(in_backlog, uint8_t);
+#undef TABLE
+  return at;
+}
+
+void aoi__host_free(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
+  aoi__idmap_free(a, &w->ids);
+  if (w->outbox != NULL)
+    for (uint32_t h = 0; h < w->handle_capacity; h++)
+      aoi__outbox_free(a, &w->outbox[h]);
+  if (w->host != NULL)
+    aoi__free(a, w->host, handle_block(w->handle_capacity, NULL, NULL));
+  aoi__pending_free(a, &w->pending);
+  /* Records still queued (submitted, never ticked) go with their queues. */
+  if (w->shards != NULL)
+    for (unsigned s = 0; s < w->shard_count; s++) {
+      aoi__queue *q = &w->shards[s].queue;
+      aoi__free(a, q->records, sizeof(aoi__record) * q->capacity);
+      memset(q, 0, sizeof(*q));
+    }
+  aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
+  aoi__plan *p = &w->plan;
+  aoi__free(a, p->xcut, sizeof(double) * w->layout.cols);
+  aoi__free(a, p->ycut, sizeof(double) * w->layout.rows);
+  aoi__free(a, p->arrivals, sizeof(uint32_t) * w->shard_count);
+  aoi__free(a, p->bound, sizeof(uint32_t) * w->threads * w->threads);
+  aoi__free(a, p->xs, sizeof(aoi__sample) * p->xs_capacity);
+  aoi__free(a, p->ys, sizeof(aoi__sample) * p->ys_capacity);
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+/* Makes sure one more handle can be taken. */
+static int reserve_handle(aoi_world *w)
+{
+  if (w->free_count > 0 || w->handle_count < w->handle_capacity)
+    return 0;
+  const aoi_allocator *a = &w->allocator;
+  uint32_t old = w->handle_capacity;
+  if (old >= (UINT32_MAX - 1) / 2)
+    return AOI_ENOMEM;
+  uint32_t cap = old ? old * 2 : 64;
+  char *block = aoi__alloc(a, handle_block(cap, NULL, NULL));
+  if (block == NULL)
+    return AOI_ENOMEM;
+  handle_tables t;
+  handle_block(cap, block, &t);
+  if (old > 0) {
+    memcpy(t.host, w->host, sizeof(*t.host) * old);
+    memcpy(t.location, w->location, sizeof(*t.location) * old);
+    memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
+    memcpy(t.appeal, w->appeal, sizeof(*t.appeal) * old);
+    memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
+    memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
+    memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
+    memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
+    memcpy(t.in_backlog, w->in_backlog, old);
+    memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
+    memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
+    memcpy(t.limbo_old, w->limbo_old, sizeof(uint32_t) * w->limbo_old_count);
+    memcpy(t.backlog, w->backlog, sizeof(uint32_t) * w->backlog_count);
+    memcpy(t.assigned, w->assigned, sizeof(uint32_t) * old);
+  }
+  memset(t.host + old, 0, sizeof(*t.host) * (cap - old));
+  memset(t.location + old, 0xff, sizeof(*t.location) * (cap - old));
+  memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
+  memset(t.appeal + old, 0, sizeof(*t.appeal) * (cap - old));
+  memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
+  memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
+  memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
+  memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
+  memset(t.in_backlog + old, 0, cap - old);
+  aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
+  w->host = t.host;
+  w->location = t.location;
+  w->mark = t.mark;
+  w->appeal = t.appeal;
+  w->outbox = t.outbox;
+  w->idof = t.idof;
+  w->event_at = t.event_at;
+  w->queued = t.queued;
+  w->in_backlog = t.in_backlog;
+  w->free_handles = t.free_handles;
+  w->limbo = t.limbo;
+  w->limbo_old = t.limbo_old;
+  w->backlog = t.backlog;
+  w->assigned = t.assigned;
+  w->handle_capacity = cap;
+  return 0;
+}
+
+static uint32_t take_handle(aoi_world *w)
+{
+  if (w->free_count > 0)
+    return w->free_handles[--w->free_count];
+  AOI__ASSERT(w->handle_count < w->handle_capacity);
+  return w->handle_count++;
+}
+
+/* ---- op queues ---------------------------------------------------------- */
+
+/* The shard whose queue gets this entity's record: the one that owns it
+   at the start of the next tick. */
+static unsigned route(const aoi_world *w, uint32_t h)
+{
+  if (w->host[h].born > w->tick)
+    return w->host[h].shard;
+  return w->location[h].shard;
+}
+
+/* Makes sure handle h has a record in the queue of `shard`, or room for
+   one. */
+static int reserve_record(aoi_world *w, uint32_t h, unsigned shard)
+{
+  if (w->queued[h] != AOI__NONE)
+    return 0;
+  aoi__queue *q = &w->shards[shard].queue;
+  return aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                      q->count + 1, sizeof(aoi__record));
+}
+
+/* Handle h's record in the queue of `shard`, made empty if it had none
+   (room reserved by reserve_record). */
+static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard)
+{
+  aoi__queue *q = &w->shards[shard].queue;
+  if (w->queued[h] != AOI__NONE)
+    return &q->records[w->queued[h]];
+  AOI__ASSERT(q->count < q->capacity);
+  aoi__record *r = &q->records[q->count];
+  memset(r, 0, sizeof(*r));
+  r->handle = h;
+  r->target = shard;
+  w->queued[h] = q->count++;
+  w->records++;
+  return r;
+}
+
+/* Counts (delta 1) or uncounts (delta -1) the handoff from `from` to `to`
+   that a record may cause: an arrival there and, between two workers, a
+   slot in their handoff batch. */
+static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
+{
+  if (to == from)
+    return;
+  w->shards[to].arrivals_bound += (uint32_t)delta;
+  unsigned from_worker = aoi__worker_of(w, from);
+  unsigned to_worker = aoi__worker_of(w, to);
+  if (from_worker != to_worker)
+    w->workers[from_worker].handoffs_out[to_worker].bound += (uint32_t)delta;
+}
+
+/* Points a record of `shard` at the shard its new position names, moving
+   the counted handoff with it. */
+static void retarget(aoi_world *w, aoi__record *r, unsigned shard,
+                     unsigned to)
+{
+  if (r->target == to)
+    return;
+  count_handoff(w, shard, r->target, -1);
+  count_handoff(w, shard, to, 1);
+  r->target = to;
+}
+
+/* Takes handle h's record (one that adds it) out of the queue of `shard`
+   with everything counted for it: the entity is never seen. */
+static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
+{
+  aoi__queue *q = &w->shards[shard].queue;
+  uint32_t at = w->queued[h];
+  AOI__ASSERT(at < q->count && q->records[at].handle == h);
+  aoi__record *r = &q->records[at];
+  retarget(w, r, shard, shard);
+  w->shards[shard].arrivals_bound--; /* its insertion */
+  uint32_t last = --q->count;
+  if (at != last) {
+    *r = q->records[last];
+    w->queued[r->handle] = at;
+  }
+  w->queued[h] = AOI__NONE;
+  w->records--;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
+            unsigned flags, uint32_t layers, uint32_t interest)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  if (aoi__idmap_get(&w->ids, id) != AOI__NONE)
+    return AOI_EEXIST;
+  if (flags == 0 || (flags & ~(AOI_WATCHER | AOI_MARKER)) != 0)
+    return AOI_EFLAGS;
+  if (!isfinite(x) || !isfinite(y))
+    return AOI_ECOORD;
+  if (!aoi__radius_ok(w, radius))
+    return AOI_ERADIUS;
+  unsigned shard = aoi__layout_shard(&w->layout, x, y);
+  int rc;
+  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids)) != 0 ||
+      (rc = reserve_handle(w)) != 0)
+    return rc;
+  /* The handle it will take is free, so it has no record: make room. */
+  aoi__queue *q = &w->shards[shard].queue;
+  if ((rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                         q->count + 1, sizeof(aoi__record))) != 0)
+    return rc;
+  uint32_t h = take_handle(w);
+  aoi__host_entity *e = &w->host[h];
+  e->id = id;
+  e->born = w->tick + 1;
+  e->radius = radius;
+  e->appeal = 0;
+  e->flags = flags | AOI__LIVE;
+  e->shard = shard;
+  w->outbox[h].count = 0;
+  w->idof[h] = id;
+  w->event_at[h] = 0;
+  aoi__idmap_put(&w->ids, id, h);
+  w->live++;
+  if (flags & AOI_WATCHER) {
+    w->watchers++;
+    w->radius_sum += radius;
+    if (radius > w->radius_high)
+      w->radius_high = radius;
+  }
+  aoi__record *r = record_of(w, h, shard);
+  r->what = AOI__RECORD_ADD;
+  r->id = id;
+  r->x = x;
+  r->y = y;
+  r->radius = radius;
+  r->flags = flags;
+  r->layers = layers;
+  r->interest = interest;
+  w->shards[shard].arrivals_bound++; /* its insertion */
+  return 0;
+}
+
+/* The prologue of an operation on a live entity: the checks in their
+   documented order (`invalid` is the argument check's verdict), then room
+   for its record in the queue of the shard that owns the entity. */
+static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
+                    unsigned *shard)
+{
+  if (w->in_flight)
+    return AOI_EBUSY;
+  *h = aoi__live_handle(w, id);
+  if (*h == AOI__NONE)
+    return AOI_ENOENT;
+  if (invalid != 0)
+    return invalid;
+  *shard = route(w, *h);
+  return reserve_record(w, *h, *shard);
+}
+
+int aoi_move(aoi_world *w, uint64_t id, float x, float y)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, isfinite(x) && isfinite(y) ? 0 : AOI_ECOORD, &h,
+                    &shard);
+  if (rc != 0)
+    return rc;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_MOVE;
+  r->x = x;
+  r->y = y;
+  /* If it ends up in another shard, that shard and the batch between the
+     two workers need room for it: count it, to reserve before the tick. */
+  retarget(w, r, shard, aoi__layout_shard(&w->layout, x, y));
+  return 0;
+}
+
+int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, aoi__radius_ok(w, radius) ? 0 : AOI_ERADIUS, &h,
+                    &shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  if (e->flags & AOI_WATCHER) {
+    w->radius_sum += (double)radius - (double)e->radius;
+    if (radius > w->radius_high)
+      w->radius_high = radius;
+    else if (e->radius == w->radius_high && radius < e->radius)
+      w->radius_high_dirty = true;
+  }
+  e->radius = radius;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_RADIUS;
+  r->radius = radius;
+  return 0;
+}
+
+int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
+                   uint32_t interest)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
+  if (rc != 0)
+    return rc;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_LAYERS;
+  r->layers = layers;
+  r->interest = interest;
+  return 0;
+}
+
+int aoi_set_appeal(aoi_world *w, uint64_t id, float appeal)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, aoi__radius_ok(w, appeal) ? 0 : AOI_ERADIUS, &h,
+                    &shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  if (appeal > w->appeal_high)
+    w->appeal_high = appeal;
+  else if (e->appeal == w->appeal_high && appeal < e->appeal)
+    w->appeal_high_dirty = true;
+  e->appeal = appeal;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_APPEAL;
+  r->appeal = appeal;
+  return 0;
+}
+
+int aoi_set_cap(aoi_world *w, uint64_t id, uint32_t cap)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
+  if (rc != 0)
+    return rc;
+  aoi__record *r = record_of(w, h, shard);
+  r->what |= AOI__RECORD_CAP;
+  r->cap = cap;
+  return 0;
+}
+
+int aoi_remove(aoi_world *w, uint64_t id)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  unsigned shard;
+  int rc = begin_op(w, id, 0, &h, &shard);
+  if (rc != 0)
+    return rc;
+  aoi__host_entity *e = &w->host[h];
+  aoi__idmap_del(&w->ids, id);
+  e->flags &= ~AOI__LIVE;
+  w->live--;
+  if (e->appeal > 0 && e->appeal == w->appeal_high)
+    w->appeal_high_dirty = true;
+  if (e->flags & AOI_WATCHER) {
+    w->watchers--;
+    w->radius_sum -= e->radius;
+    if (e->radius == w->radius_high)
+      w->radius_high_dirty = true;
+    /* A removed watcher's undrained events are dropped now, with their
+       memory: the handle's next owner may need none. */
+    if (e->born <= w->tick)
+      aoi__record_drop(w, h);
+    aoi__outbox_free(&w->allocator, &w->outbox[h]);
+  }
+  if (e->born > w->tick) {
+    /* Added since the last tick: no tick, no view, no query has seen it,
+       so the add and the remove cancel out and the handle is free now. */
+    cancel_record(w, h, shard);
+    w->free_handles[w->free_count++] = h;
+    return 0;
+  }
+  /* Whatever else the record held is moot now; where it stood at the end of
+     the last tick is what its watchers must leave. */
+  aoi__record *r = record_of(w, h, shard);
+  retarget(w, r, shard, shard);
+  r->what = AOI__RECORD_REMOVE;
+  w->limbo[w->limbo_count++] = h;
+  return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * sync.h: bells (sync.c), which wake a thread that waits for ring traffic;
+ * the stress points of AOI_STRESS builds; and the monotonic clock.
+ */
+#ifndef AOI_SYNC_H
+#define AOI_SYNC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base.h"
+
+/* A bell wakes a thread that waits for ring traffic. The waiter reads the
+   sequence, tries its rings, and waits only if the sequence did not move. It
+   spins for a while (spin_ns, or what the call says), then sleeps: on a
+   futex on the sequence (Linux), else on a condition variable. A ringer
+   makes a system call only when somebody sleeps. */
+typedef struct aoi__bell {
+  _Atomic uint32_t sequence;
+  _Atomic uint32_t sleepers;
+  uint32_t spin_ns; /* how long aoi__bell_wait spins; set before use */
+#ifndef __linux__
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+#endif
+} aoi__bell;
+
+int aoi__bell_init(aoi__bell *bell);
+void aoi__bell_destroy(aoi__bell *bell);
+uint32_t aoi__bell_read(aoi__bell *bell);
+void aoi__bell_ring(aoi__bell *bell);
+/* Waits until the sequence is no longer `seen`, spinning bell->spin_ns
+   first. */
+void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
+/* The same, spinning `spin_ns` first (0: sleep at once). */
+void aoi__bell_wait_for(aoi__bell *bell, uint32_t seen, uint32_t spin_ns);
+
+/* Stress points (sync.c): with AOI_STRESS defined, each one may yield, spin
+   or sleep a few microseconds at random, so that tests meet the rare
+   interleavings of rings, handoffs and merges. Free otherwise. */
+#ifdef AOI_STRESS
+void aoi__stress_point(void);
+#define AOI__STRESS() aoi__stress_point()
+#else
+#define AOI__STRESS() ((void)0)
+#endif
+
+/* The monotonic clock, in nanoseconds. */
+uint64_t aoi__now_ns(void);
+
+#endif /* AOI_SYNC_H */

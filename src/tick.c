@@ -1,0 +1,321 @@
+/*
+ * tick.c: the host's part of a tick: aoi_tick_begin, aoi_tick_poll,
+ * aoi_tick_end and aoi_tick.
+ *
+ * aoi_tick_begin settles the last tick's undelivered events into their
+ * outboxes (outbox.c), reserves everything the apply step can add (so that
+ * no operation can be lost inside the tick), moves the shard cuts when
+ * rebalance.c plans it, and fills the tick command: the ghost reach and
+ * the cell size follow the live watchers' radii and appeals. Then it pushes
+ * each shard's queue onto its ring and hands each worker the command
+ * through its control ring (worker.c), or runs a small tick on the host
+ * thread itself, or, when nothing changed, none at all.
+ *
+ * aoi_tick_end sleeps on the host bell until every worker has reported
+ * through its done ring. After that the workers are idle again and the
+ * host owns everything: it empties the queues, frees the handles removed
+ * before the last tick, lists the watchers that got events (outbox.c),
+ * gives back what a burst made the arrays grow, and sums the statistics.
+ * Where AOI_CHECK_INVARIANTS is defined it then walks the world's
+ * invariants (check.c).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The largest radius of a live watcher and appeal of a live entity, after
+   the one that was the largest shrank or left. */
+static void recompute_highs(aoi_world *w)
+{
+  float radius = 0, appeal = 0;
+  for (uint32_t h = 0; h < w->handle_count; h++) {
+    const aoi__host_entity *e = &w->host[h];
+    if (!(e->flags & AOI__LIVE))
+      continue;
+    if ((e->flags & AOI_WATCHER) && e->radius > radius)
+      radius = e->radius;
+    if (e->appeal > appeal)
+      appeal = e->appeal;
+  }
+  w->radius_high = radius;
+  w->appeal_high = appeal;
+  w->radius_high_dirty = w->appeal_high_dirty = false;
+}
+
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
+static int tick_begin(aoi_world *w, bool blocking)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
+  uint64_t started = aoi__now_ns();
+  bool relayout = aoi__plan_relayout(w);
+  const aoi_allocator *a = &w->allocator;
+  int rc;
+  /* The last tick's undelivered events move to their outboxes, so that the
+     workers can reuse the segments (and the marks can change). */
+  if ((rc = aoi__segments_settle(w)) != 0)
+    return rc;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    /* The apply phase then never allocates: no op and no handoff can be
+       lost to a failed allocation inside the tick. Each record touches and
+       departs at most once. */
+    uint32_t planned = relayout ? w->plan.arrivals[s] : 0;
+    uint32_t need = sh->count + sh->arrivals_bound + planned;
+    aoi__peak_note(&sh->entity_peak, need);
+    aoi__peak_note(&sh->queue.peak, sh->queue.count);
+    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity, need,
+                           sizeof(aoi__entity))) != 0 ||
+        (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
+                           sh->queue.count, sizeof(uint32_t))) != 0 ||
+        (rc = aoi__reserve(a, (void **)&sh->departed, &sh->departed_capacity,
+                           sh->queue.count, sizeof(aoi__ghost))) != 0)
+      return rc;
+  }
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++) {
+      aoi__batch *b = &w->workers[i].handoffs_out[j];
+      uint32_t bound = b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
+      aoi__peak_note(&b->peak, bound);
+      if (bound > 0 && (rc = aoi__reserve(a, &b->items, &b->capacity, bound,
+                                          sizeof(aoi__handoff))) != 0)
+        return rc;
+    }
+  /* From here on nothing can fail before the workers run. */
+  if (relayout)
+    aoi__commit_relayout(w);
+  w->command.relayout = relayout;
+  if (w->radius_high_dirty || w->appeal_high_dirty)
+    recompute_highs(w);
+  /* A marker is seen from max(the watcher's radius, its own appeal). */
+  double seen = fmax(w->radius_high, w->appeal_high);
+  double reach = seen + (double)w->config.hysteresis;
+  double extent = aoi__reach_extent(&w->shape, reach);
+  w->command.tick = w->tick + 1;
+  w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
+  w->command.appeals = w->appeal_high > 0;
+  /* Cells follow the usual reach, not the largest: a watcher scans the
+     cells its own reach covers, so one spectator with a huge radius costs
+     its own scan and nobody else's. */
+  double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
+  usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
+  w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
+                             ? fmax(w->shape.cell, usual)
+                             : fmax(usual * AOI__CELL_PER_REACH, 1e-3);
+  w->command.shutdown = 0;
+  w->in_flight = true;
+  w->tick_started = started;
+  /* A tick with nothing to apply, no view held back by the last one, the
+     cuts where they were and the same ghost reach would rebuild the same
+     ghosts and grids, compute no watcher and make no event: the workers
+     sleep on, and aoi_tick_end counts the tick with what they reported
+     last (no handoff, no event, no time). */
+  if (w->records == 0 && !relayout && !w->views_held && !w->lagging &&
+      w->command.ghost_reach == w->last_ghost_reach) {
+    for (unsigned i = 0; i < w->threads; i++) {
+      aoi__worker *k = &w->workers[i];
+      k->handoffs = k->events_made = 0;
+      memset(k->phase_ns, 0, sizeof(k->phase_ns));
+    }
+    for (unsigned s = 0; s < w->shard_count; s++)
+      w->shards[s].compute_ns = 0;
+    w->workers_done = w->threads;
+    return 0;
+  }
+  for (unsigned s = 0; s < w->shard_count; s++)
+    while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
+      ; /* holds 3; at most one queue is ever on it */
+  /* A small world with a few changes is cheaper to tick here than to wake
+     the workers for: a wake-up and the batches between them cost more
+     than the tick itself (a tick costs about 50 ns per entity and a few
+     us per changed one; a wake-up tens of us). So is any tick the host
+     would only wait for, alone with its one worker. */
+  w->command.on_host = w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
+                       (blocking && w->threads == 1 && w->inline_single);
+  if (w->command.on_host) {
+    aoi__tick_on_host(w, &w->command);
+    w->workers_done = w->threads;
+    return 0;
+  }
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    AOI__STRESS();
+    while (aoi__ring_push(k->control, &w->command) != 0)
+      ; /* holds 3; at most one command is ever in flight */
+    aoi__bell_ring(&k->bell);
+  }
+  w->workers_done = 0;
+  return 0;
+}
+
+/* ---- after a tick ------------------------------------------------------- */
+
+/* Every SHRINK_PERIOD ticks, the arrays that grew for a burst of
+   operations, handoffs or departures give back what the last two periods
+   did not need: a flood's memory goes back 8 to 12 ticks after it, while a
+   crowd whose needs stay within 4x of their peaks never reallocates. (The
+   grid and the compute scratch, sized by entities plus ghosts, are left
+   as they are.) */
+#define SHRINK_PERIOD 4
+
+/* Gives back what one array of `elem`-byte items did not need lately, but
+   never what it holds now. */
+static void shrink_to_peak(const aoi_allocator *a, void **array, uint32_t *cap,
+                           aoi__peak *peak, uint32_t holds, size_t elem)
+{
+  uint32_t recent = aoi__peak_recent(peak);
+  aoi__peak_turn(peak);
+  aoi__shrink(a, array, cap, recent > holds ? recent : holds, elem);
+}
+
+static void shrink_arrays(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
+  /* The needs of the apply phase were noted when the tick reserved them;
+     those of the exchange, now. */
+  for (unsigned s = 0; s < w->shard_count; s++)
+    aoi__peak_note(&w->shards[s].ghost_peak, w->shards[s].ghost_count);
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      aoi__peak_note(&w->workers[i].ghosts_out[j].peak,
+                     w->workers[i].ghosts_out[j].count);
+  if (w->tick % SHRINK_PERIOD != 0)
+    return;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    aoi__queue *q = &sh->queue;
+    /* Each record touches and departs at most once: one peak for three. */
+    uint32_t records = aoi__peak_recent(&q->peak);
+    aoi__peak_turn(&q->peak);
+    aoi__shrink(a, (void **)&q->records, &q->capacity,
+                records > q->count ? records : q->count, sizeof(aoi__record));
+    aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity, records,
+                sizeof(uint32_t));
+    aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity, records,
+                sizeof(aoi__ghost));
+    shrink_to_peak(a, (void **)&sh->entities, &sh->capacity, &sh->entity_peak,
+                   sh->count, sizeof(aoi__entity));
+    shrink_to_peak(a, (void **)&sh->ghosts, &sh->ghost_capacity,
+                   &sh->ghost_peak, sh->ghost_count, sizeof(aoi__ghost));
+  }
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++) {
+      aoi__batch *b = &w->workers[i].handoffs_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__handoff));
+      b = &w->workers[i].ghosts_out[j];
+      shrink_to_peak(a, &b->items, &b->capacity, &b->peak, b->count,
+                     sizeof(aoi__ghost));
+    }
+}
+
+/* Empties the queues the tick applied. */
+static void end_queues(aoi_world *w)
+{
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    for (uint32_t i = 0; i < sh->queue.count; i++)
+      w->queued[sh->queue.records[i].handle] = AOI__NONE;
+    sh->queue.count = 0;
+    sh->arrivals_bound = 0;
+    sh->touched_count = sh->departed_count = 0; /* read only in the tick */
+  }
+  w->records = 0;
+}
+
+/* Takes the done reports that have arrived; true when all have. */
+static bool collect_done(aoi_world *w)
+{
+  for (unsigned i = 0; i < w->threads; i++)
+    while (aoi__ring_pop(w->workers[i].done) != NULL)
+      w->workers_done++;
+  return w->workers_done == w->threads;
+}
+
+int aoi_tick_poll(aoi_world *w)
+{
+  if (w == NULL || !w->in_flight)
+    return AOI_EINVAL;
+  return collect_done(w) ? 1 : 0;
+}
+
+int aoi_tick_end(aoi_world *w)
+{
+  if (w == NULL || !w->in_flight)
+    return AOI_EINVAL;
+  for (;;) {
+    uint32_t seen = aoi__bell_read(&w->host_bell);
+    if (collect_done(w))
+      break;
+    aoi__bell_wait(&w->host_bell, seen);
+  }
+  w->in_flight = false;
+  w->tick++;
+
+  /* The workers are idle: collect, recycle, count. */
+  end_queues(w);
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      w->workers[i].handoffs_out[j].bound = 0;
+  int rc = 0;
+  aoi_stats *st = &w->stats;
+  memset(st->phase_ns, 0, sizeof(st->phase_ns));
+  st->ghosts = st->handoffs = st->events = 0;
+  w->lagging = false;
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    if (k->error != 0)
+      rc = k->error;
+    for (int p = 0; p < AOI_PHASE_COUNT; p++)
+      if (k->phase_ns[p] > st->phase_ns[p])
+        st->phase_ns[p] = k->phase_ns[p];
+    st->ghosts += k->ghosts;
+    st->handoffs += k->handoffs;
+    st->events += k->events_made;
+    w->lagging |= k->lagging > 0;
+  }
+  /* Handles removed before this tick are free once no view can hold them:
+     after a tick that recomputed every view. A view held back by a failed
+     tick may still hold one, and a new entity under it would pass for the
+     old one, so those wait for a tick that succeeds. */
+  w->views_held = rc != 0;
+  /* Their ids stay readable for one more tick: the leaves of this one name
+     them until they are delivered. */
+  if (rc == 0) {
+    for (uint32_t i = 0; i < w->limbo_old_count; i++)
+      w->free_handles[w->free_count++] = w->limbo_old[i];
+    w->limbo_old_count = 0;
+  }
+  for (uint32_t i = 0; i < w->limbo_count; i++)
+    w->limbo_old[w->limbo_old_count++] = w->limbo[i];
+  w->limbo_count = 0;
+  aoi__segments_assign(w);
+  shrink_arrays(w);
+  w->last_ghost_reach = w->command.ghost_reach;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    w->shard_entities[s] = w->shards[s].count;
+    w->shard_ns[s] = w->shards[s].compute_ns;
+  }
+  st->tick = w->tick;
+  st->entities = w->live;
+  st->watchers = w->watchers;
+  st->tick_ns = aoi__now_ns() - w->tick_started;
+#ifdef AOI_CHECK_INVARIANTS
+  aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
+#endif
+  return rc;
+}
+
+int aoi_tick_begin(aoi_world *w)
+{
+  return tick_begin(w, false);
+}
+
+int aoi_tick(aoi_world *w)
+{
+  int rc = tick_begin(w, true);
+  return rc != 0 ? rc : aoi_tick_end(w);
+}

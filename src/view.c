@@ -1,0 +1,120 @@
+/*
+ * view.c: view storage.
+ *
+ * A view (aoi__view, world.h) is the handles of the markers a watcher sees,
+ * ordered by id, in one block with the positions each was last told when
+ * the world has move bands. The compute step finds a watcher's enters,
+ * sorts them by id (aoi__sort_by_id, compute.h) and merges them into the
+ * kept handles in place (aoi__merge_enters); a view grows by
+ * aoi__view_reserve, by the hint the worker's mean view gives
+ * (aoi__view_hint). Queries find an id in a view by a binary search
+ * (aoi__view_find).
+ */
+#include "compute.h"
+
+#include <string.h>
+
+/* Merges `n` enters (by id) into the view's first `kept` handles (by id),
+   in place from the back; the view has room for both. Each enter finds
+   its place by a binary search (ids are read from idof, scattered), then
+   the runs between places move up in one pass without reading an id. */
+void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
+                       aoi__candidate *enters, uint32_t n,
+                       const uint64_t *idof, const aoi__mark *mark)
+{
+  AOI__ASSERT(kept + n <= view->capacity);
+  uint32_t *hs = view->handles;
+  uint32_t lo = 0;
+  /* enters[j].id is no longer needed once placed: keep the place there */
+  for (uint32_t j = 0; j < n; j++) {
+    uint64_t id = enters[j].id;
+    uint32_t hi = kept;
+    while (lo < hi) {
+      uint32_t mid = (lo + hi) / 2;
+      if (idof[hs[mid]] < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    enters[j].id = lo; /* the number of kept handles before it */
+  }
+  uint32_t i = kept, to = kept + n;
+  if (told != NULL) { /* the same moves, and an enter tells its position */
+    for (uint32_t j = n; j-- > 0;) {
+      uint32_t place = (uint32_t)enters[j].id;
+      while (i > place) {
+        hs[--to] = hs[--i];
+        told[2 * to] = told[2 * i];
+        told[2 * to + 1] = told[2 * i + 1];
+      }
+      uint32_t h = enters[j].handle;
+      hs[--to] = h;
+      told[2 * to] = mark[h].x;
+      told[2 * to + 1] = mark[h].y;
+    }
+    view->count = kept + n;
+    return;
+  }
+  for (uint32_t j = n; j-- > 0;) {
+    uint32_t place = (uint32_t)enters[j].id;
+    while (i > place)
+      hs[--to] = hs[--i];
+    hs[--to] = enters[j].handle;
+  }
+  view->count = kept + n;
+}
+
+void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
+{
+  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, told));
+  memset(view, 0, sizeof(*view));
+}
+
+uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+                        uint64_t id)
+{
+  const uint32_t *hs = view->handles;
+  uint32_t lo = 0, hi = view->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (idof[hs[mid]] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
+}
+
+/* Room for `need` entries (and their told positions, with `told`); a
+   growth takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing
+   changed). */
+int aoi__view_reserve(const aoi_allocator *a, aoi__view *view,
+                      uint32_t need, uint32_t hint, bool told)
+{
+  if (need <= view->capacity)
+    return 0;
+  uint32_t capacity = aoi__roomy(need, hint);
+  if (!told) {
+    uint32_t *bigger = aoi__realloc(a, view->handles,
+                                    sizeof(uint32_t) * view->capacity,
+                                    sizeof(uint32_t) * capacity);
+    if (bigger == NULL)
+      return AOI_ENOMEM;
+    view->handles = bigger;
+    view->capacity = capacity;
+    return 0;
+  }
+  /* the told positions follow the handles: both move */
+  aoi__view bigger = {NULL, view->count, capacity};
+  bigger.handles = aoi__alloc(a, aoi__view_bytes(capacity, true));
+  if (bigger.handles == NULL)
+    return AOI_ENOMEM;
+  if (view->count > 0) {
+    memcpy(bigger.handles, view->handles, sizeof(uint32_t) * view->count);
+    memcpy(aoi__view_told(&bigger, true), aoi__view_told(view, true),
+           2 * sizeof(float) * view->count);
+  }
+  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, true));
+  *view = bigger;
+  return 0;
+}

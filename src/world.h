@@ -1,0 +1,453 @@
+/*
+ * world.h: the world's types, which every stage file reads: the op records
+ * and queues (submit.c), entities, ghosts and views (apply.c, exchange.c,
+ * compute.c), shards and workers (worker.c), the delivery segments and
+ * outboxes (outbox.c), the rebalancing plan (rebalance.c), and struct
+ * aoi_world itself (world.c). Types only, and the inline accessors that
+ * belong to them; the functions are in internal.h.
+ *
+ * Who owns what (the one rule every file keeps):
+ *
+ *  - The host thread owns the world between ticks: the id map, the handle
+ *    table (struct aoi__host_entity), the shards' op queues it is filling,
+ *    the pending list, and (between ticks) every outbox and the location
+ *    table.
+ *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
+ *    for every entity handle its shards own, that handle's entry in the
+ *    location table (world->location) and, for watchers, its outbox
+ *    (world->outbox). Ownership of a handle moves with the entity: a handoff
+ *    message through a ring carries it from one worker to the next.
+ *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
+ *    (op queues), host -> worker (tick commands), worker -> worker (handoff
+ *    and ghost batches), worker -> host (tick done). A push publishes with
+ *    release and a pop acquires, so what the producer wrote before the push
+ *    is visible to the consumer after the pop. Bells (sync.c) only wake
+ *    sleepers; they carry no data.
+ *
+ * Handles are 32-bit indices into the per-handle tables. A removed entity's
+ * handle is reused only after the tick that applied the removal, when no view
+ * can still hold it; one added and removed between the same two ticks was
+ * never seen, and is reused at once.
+ */
+#ifndef AOI_WORLD_H
+#define AOI_WORLD_H
+
+#include "grid.h"
+#include "idmap.h"
+#include "ring.h"
+#include "sync.h"
+
+/* A grid cell's side, as a share of the usual watcher reach. */
+#ifndef AOI__CELL_PER_REACH
+#define AOI__CELL_PER_REACH 0.5
+#endif
+/* A tick whose cost, about live entities + 16 x queued records, is at most
+   this runs on the host thread (tick.c): waking the workers would cost
+   more. */
+#define AOI__INLINE_COST 2048u
+
+/* ---- outboxes and the pending list (outbox.c) -------------------------- */
+
+/* Writes one event into an outbox, where the CPU allows with streaming
+   stores that bypass the caches: an outbox is written once a tick and read
+   by the host after it, so caching it would only evict the views and grids
+   the tick still reads. Streaming stores are weakly ordered: a worker calls
+   aoi__put_fence before it reports its tick done. Sanitizer builds define
+   AOI_PLAIN_STORES so every write stays visible to them. */
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
+#include <emmintrin.h>
+_Static_assert(sizeof(aoi_event) == 24, "an event is three 8-byte words");
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  long long words[3];
+  long long *at = (long long *)(void *)to;
+  memcpy(words, &event, sizeof(words));
+  _mm_stream_si64(at, words[0]);
+  _mm_stream_si64(at + 1, words[1]);
+  _mm_stream_si64(at + 2, words[2]);
+}
+static inline void aoi__put_fence(void)
+{
+  _mm_sfence();
+}
+#else
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  *to = event;
+}
+static inline void aoi__put_fence(void)
+{
+}
+#endif
+
+typedef struct aoi__outbox {
+  aoi_event *events;
+  uint32_t count, capacity;
+} aoi__outbox;
+
+/* A delivery segment: the events worker i made in the last tick, as
+   records of 32-bit words: the watcher's handle, its numbers of leaves,
+   enters and moves, then the handles of the entities concerned in that
+   order. An event is 4 bytes here; its id and position are read at
+   delivery from world->idof and world->mark, which no thread changes
+   between ticks. world->event_at[h] is 1 + the offset of watcher h's record
+   while it is undelivered (0 otherwise). Records left undelivered when the
+   next tick begins are expanded into the watchers' outboxes first. */
+#define AOI__RECORD_HEADER 4u
+typedef struct aoi__segment {
+  uint32_t *words;
+  uint32_t count, capacity;
+  uint32_t records;  /* records written */
+  uint32_t taken;    /* records delivered or drained since */
+  aoi_event *scratch; /* aoi_deliver's expansion of one watcher */
+  uint32_t scratch_capacity;
+  /* The watchers with an outbox backlog and no record, delivered with this
+     segment: world->assigned[backlog_from ..][.. backlog_count]. */
+  uint32_t backlog_from, backlog_count;
+} aoi__segment;
+
+/* aoi_pending's answer, built on demand from the segments' records and the
+   backlog (outbox.c). Host only. */
+typedef struct aoi__pending_entry {
+  uint64_t id;
+  uint32_t handle;
+} aoi__pending_entry;
+
+typedef struct aoi__pending {
+  aoi__pending_entry *entries; /* the sort's buffer */
+  uint32_t count, capacity;
+  uint64_t *ids; /* the answer of the last aoi_pending */
+  uint32_t ids_count, ids_capacity;
+} aoi__pending;
+
+/* ---- entities, shards, workers, world ---------------------------------- */
+
+/* What a queued record changes (aoi__record.what). */
+#define AOI__RECORD_ADD 1u
+#define AOI__RECORD_MOVE 2u
+#define AOI__RECORD_RADIUS 4u
+#define AOI__RECORD_LAYERS 8u
+#define AOI__RECORD_REMOVE 16u
+#define AOI__RECORD_APPEAL 32u
+#define AOI__RECORD_CAP 64u
+
+/* Every operation submitted on one handle since the last tick, coalesced
+   into one record: the latest value of each field. A record that adds the
+   entity carries all of its fields and never removes it (an add and a
+   remove between the same two ticks cancel out); one that removes it
+   carries nothing else. The worker applies the add, the position, the
+   radius, the layers, the appeal and the cap, then the removal. */
+typedef struct aoi__record {
+  uint32_t handle;
+  uint32_t what; /* AOI__RECORD_* */
+  uint64_t id;
+  float x, y, radius, appeal;
+  uint32_t flags, layers, interest, cap;
+  uint32_t target; /* host only: the shard its position names, whose
+                      arrival (if not this shard) the host has counted */
+} aoi__record;
+
+/* A shard's records for the next tick, at most one per handle
+   (world->queued finds it). Filled by the host between ticks, handed to
+   the shard's worker through its op ring, read by it during the tick. */
+typedef struct aoi__queue {
+  aoi__record *records;
+  uint32_t count, capacity;
+  aoi__peak peak; /* host only: records, per shrink period */
+} aoi__queue;
+
+/* A watcher's view: the handles of the markers it sees, ordered by their
+   ids (world->idof). Four bytes an entry: the position a watcher was last
+   told is never stored, because every tick that computes a view tells each
+   kept marker that moved (see aoi__mark.moved), so what the client knows is
+   the position at the end of the last tick. A view held back by a failed
+   tick is marked for a resync instead (AOI__STALE_RESYNC). */
+typedef struct aoi__view {
+  uint32_t *handles;
+  uint32_t count, capacity;
+} aoi__view;
+
+/* With move bands (aoi_config.move_bands) a marker may be told late, so a
+   view also keeps the position each marker was last told: x, y per entry
+   in the order of the handles, in the same block after them (`told`
+   says whether the world has bands). */
+static inline float *aoi__view_told(const aoi__view *view, bool told)
+{
+  return told && view->handles != NULL
+             ? (float *)(void *)(view->handles + view->capacity)
+             : NULL;
+}
+static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
+{
+  return (sizeof(uint32_t) + (told ? 2 * sizeof(float) : 0)) * capacity;
+}
+
+/* An entity as its owning shard holds it. */
+typedef struct aoi__entity {
+  uint64_t id;
+  uint32_t handle;
+  uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
+  float x, y;
+  float radius;
+  float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
+  uint32_t layers, interest;
+  uint32_t cap;  /* as a watcher: the most markers it sees, 0 = all */
+  uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
+                        scratch, and tells every kept marker (resync) */
+  uint64_t touched;  /* the last tick whose ops moved or added it */
+  uint64_t changed;  /* the last tick whose ops changed it in any way */
+  aoi__view view;
+} aoi__entity;
+_Static_assert(sizeof(aoi__entity) == 80, "an entity in 80 bytes");
+
+#define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
+#define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
+#define AOI__STALE_POLICY 4u /* compute again next tick, with the policies:
+                                it sees a marker by its appeal, or was not
+                                told every move (move bands) */
+
+/* A read-only copy of a marker owned by another shard, or a departure. */
+#define AOI__GHOST_CHANGED 1u  /* the marker changed this tick */
+#define AOI__GHOST_DEPARTED 2u /* not a marker: where one stood, see grid */
+#define AOI__GHOST_MOVED 4u    /* its position changed this tick */
+#define AOI__GHOST_APPEAL 8u   /* its appeal is not 0 */
+typedef struct aoi__ghost {
+  uint64_t id;
+  uint32_t handle, layers;
+  float x, y;
+  uint32_t shard; /* destination, in batches */
+  uint32_t kind;  /* 0 or AOI__GHOST_* */
+} aoi__ghost;
+
+typedef struct aoi__handoff {
+  uint32_t shard; /* destination */
+  aoi__entity entity;
+} aoi__handoff;
+
+/* What any worker may read of any handle in the compute phase: where the
+   entity is and, when it is a live marker, its layers (else 0, so no
+   interest matches). Written only in the apply phase, by the worker whose
+   shard applies the handle's ops; the exchange batches every worker waits
+   for before computing order those writes before every read. */
+typedef struct aoi__mark {
+  float x, y;
+  uint32_t layers;
+  uint32_t moved; /* low 32 bits of the last tick that changed x or y */
+} aoi__mark;
+
+/* Where a handle lives: written only by its owning worker during a tick. */
+typedef struct aoi__location {
+  uint32_t shard, slot;
+} aoi__location;
+
+typedef struct aoi__shard {
+  uint32_t index;
+  aoi__ring *ops; /* host -> shard: &queue, once a tick */
+  aoi__queue queue;
+  aoi__entity *entities;
+  uint32_t count, capacity;
+  aoi__ghost *ghosts;
+  uint32_t ghost_count, ghost_capacity;
+  uint32_t *touched; /* handles moved or added this tick */
+  uint32_t touched_count, touched_capacity;
+  aoi__ghost *departed; /* this tick's departures from here (owned ones) */
+  uint32_t departed_count, departed_capacity;
+  uint32_t ghost_markers; /* ghosts that are markers, not departures */
+  aoi__grid grid;
+  aoi__grid fine;   /* for capped watchers, when there are any */
+  uint32_t capped;  /* owned watchers with a cap */
+  aoi__grid_item *items;
+  uint32_t items_capacity;
+  uint64_t compute_ns;
+  /* Set when this tick's input to the shard is incomplete (a ghost could
+     not be stored): its watchers keep their views and get no events. */
+  bool degraded;
+  /* Host only, reset every tick: an upper bound on what the apply phase
+     will add to this shard, so the host can reserve it all before the
+     tick: its records that add, plus the records elsewhere whose position
+     names this shard. (The records bound its touched and departed.) */
+  uint32_t arrivals_bound;
+  aoi__peak entity_peak; /* host only: entities reserved, per period */
+  aoi__peak ghost_peak;  /* host only: ghosts held, per period */
+} aoi__shard;
+
+/* A batch of messages from one worker to another for one phase. */
+typedef struct aoi__batch {
+  uint32_t phase; /* AOI_PHASE_APPLY (handoffs) or AOI_PHASE_EXCHANGE */
+  uint32_t count, capacity;
+  bool incomplete; /* an item could not be stored: the receiver degrades */
+  uint32_t bound;  /* host only: handoffs it may carry this tick */
+  aoi__peak peak;  /* host only: items, per shrink period */
+  void *items;     /* aoi__handoff or aoi__ghost */
+} aoi__batch;
+
+typedef struct aoi__tick_command {
+  uint64_t tick;
+  double ghost_reach; /* per-axis distance within which markers are ghosted */
+  double cell_size;   /* grid cell side */
+  bool relayout;      /* the shard cuts moved: check every entity's shard */
+  bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
+  bool appeals;       /* some live entity has an appeal */
+  int shutdown;
+} aoi__tick_command;
+
+/* A marker a policy watcher could see: its key (the distance, less the
+   hysteresis for a member), and how it was found. */
+#define AOI__PICK_MEMBER 1u /* in the view of the last tick */
+#define AOI__PICK_APPEAL 2u /* seen by its appeal, beyond the radius */
+typedef struct aoi__pick {
+  double key;
+  uint64_t id;
+  uint32_t handle;
+  uint32_t how; /* AOI__PICK_* */
+} aoi__pick;
+
+/* A marker that enters a watcher's view this tick. */
+typedef struct aoi__candidate {
+  uint64_t id;
+  uint32_t handle;
+} aoi__candidate;
+
+typedef struct aoi__worker {
+  struct aoi_world *world;
+  uint32_t index;
+  pthread_t thread;
+  bool started;
+  aoi__ring *control; /* host -> worker: tick commands */
+  aoi__ring *done;    /* worker -> host: tick finished */
+  aoi__bell bell;     /* rung by the host and by peers */
+  aoi__batch *handoffs_out; /* one per peer worker */
+  aoi__batch *ghosts_out;
+  /* compute scratch */
+  uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
+  uint32_t work_capacity;
+  /* sizes of the views computed whole, this tick and the last */
+  uint64_t view_sum, view_n, last_view_sum, last_view_n;
+  aoi__candidate *candidates; /* candidate_capacity, then as many spare */
+  uint32_t candidate_capacity;
+  uint32_t *hits; /* a watcher's moves, before they follow its enters */
+  uint32_t hit_capacity;
+  uint64_t *member; /* two bitsets over handles (see reserve_members in
+                       compute.c); all clear between watchers */
+  uint32_t member_words;
+  /* The policies' scratch. A pick is a marker a watcher could see. */
+  struct aoi__pick *picks;
+  uint32_t pick_capacity;
+  /* The markers whose appeal reaches further than a watcher's radius,
+     per watcher of the shard being computed: those of slot i are the
+     grid entries appeal[appeal_start[i] .. appeal_start[i + 1]). */
+  uint32_t *appeal_start, appeal_start_capacity;
+  uint64_t *appeal_pairs; /* slot << 32 | entry, before the sort */
+  uint32_t appeal_pair_capacity;
+  uint32_t *appeal;
+  uint32_t appeal_capacity;
+  uint64_t phase_started; /* when the phase being timed began */
+  /* results of the last tick */
+  int error;
+  uint64_t phase_ns[AOI_PHASE_COUNT];
+  uint64_t handoffs, ghosts, events_made;
+  uint64_t lagging; /* watchers left with a marker not told where it is */
+} aoi__worker;
+
+/* The host's record of a handle. */
+#define AOI__LIVE 4u
+typedef struct aoi__host_entity {
+  uint64_t id;
+  uint64_t born;  /* the tick that first applies it */
+  float radius;
+  float appeal;
+  uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__LIVE */
+  uint32_t shard; /* where its ops go until `born` has been applied */
+} aoi__host_entity;
+
+/* One coordinate of a sampled entity and the work it stands for. */
+typedef struct aoi__sample {
+  float v;
+  uint32_t weight;
+} aoi__sample;
+
+/* A planned move of the shard cuts (rebalance.c), host only. */
+typedef struct aoi__plan {
+  double *xcut, *ycut;  /* the new cuts */
+  uint32_t *arrivals;   /* per shard: entities that will move in */
+  uint32_t *bound;      /* per worker pair: handoffs between them */
+  struct aoi__sample *xs, *ys; /* sampled coordinates, weighted */
+  uint32_t xs_capacity, ys_capacity;
+} aoi__plan;
+
+struct aoi_world {
+  aoi_config config;
+  aoi_allocator allocator;
+  aoi__shape shape;
+  unsigned threads, shard_count;
+  aoi__layout layout;
+  aoi__worker *workers;
+  aoi__shard *shards;
+  aoi__ring **peer; /* peer[from * threads + to] */
+  aoi__bell host_bell;
+  uint32_t idle_spin_ns; /* a worker's spin before it sleeps between ticks */
+  aoi__tick_command command;
+
+  /* host side */
+  aoi__idmap ids;
+  aoi__host_entity *host; /* first of the per-handle tables, one block */
+  uint32_t handle_capacity, handle_count; /* high-water mark */
+  aoi__location *location;                /* per handle */
+  aoi__mark *mark;                        /* per handle */
+  float *appeal; /* per handle: a live marker's appeal, else 0; written
+                    and read like the marks */
+  aoi__outbox *outbox;                    /* per handle: the backlog */
+  uint32_t *event_at;                     /* per handle, see aoi__segment */
+  uint64_t *idof;                         /* per handle: its id */
+  uint8_t *in_backlog;                    /* per handle: in backlog[] */
+  uint32_t *queued;        /* per handle: its record's index in the queue
+                              of the shard route() names, or AOI__NONE */
+  uint32_t *free_handles; /* handle_capacity each, like every per-handle */
+  uint32_t free_count;     /* table: one block, see submit.c */
+  uint32_t *limbo;         /* removed before this tick */
+  uint32_t limbo_count;
+  uint32_t *limbo_old;     /* removed before the last one: free after this
+                              tick, once its leaves were delivered */
+  uint32_t limbo_old_count;
+  aoi__segment *segments;  /* one per worker */
+  uint32_t *backlog;       /* per handle: watchers whose outbox holds events */
+  uint32_t backlog_count;
+  uint32_t *assigned;      /* per handle: the segments' backlog lists */
+  aoi__pending pending;
+  uint32_t records; /* queued in all shards */
+  uint64_t tick;
+  bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
+  uint64_t tick_started;  /* when the tick in flight began */
+  unsigned workers_done;  /* done reports taken for the tick in flight */
+  bool views_held;        /* the last tick held some views back */
+  bool lagging;           /* the last tick left a move untold (bands) */
+  /* A tick runs on the host when its cost is at most inline_cost, or when
+     it is a blocking tick (aoi_tick) of one worker and inline_single is
+     set. World.c sets them; tests change them. */
+  uint64_t inline_cost;
+  bool inline_single;
+  uint64_t live, watchers;
+  float radius_high; /* >= every live watcher's radius */
+  float appeal_high; /* >= every live entity's appeal */
+  bool appeal_high_dirty;
+  double radius_sum;  /* of the live watchers' radii, for the cell size */
+  bool radius_high_dirty;
+  double last_ghost_reach;
+  uint64_t *query_ids;
+  uint32_t query_capacity;
+  aoi__plan plan;
+
+  /* stats of the last tick */
+  aoi_stats stats;
+  uint32_t *shard_entities;
+  uint64_t *shard_ns;
+};
+
+/* Whether moves are told by distance bands, so that views keep told
+   positions (aoi__view_told). */
+static inline bool aoi__bands(const struct aoi_world *w)
+{
+  return w->config.move_events != 0 && w->config.move_band_count > 0;
+}
+
+#endif /* AOI_WORLD_H */
