@@ -109,9 +109,9 @@ static int reserve_members(aoi__worker *k)
 /* The entries of [begin, begin + n) within `reach` of (ax, ay), written to
    hits[]: their count. Branch-free for circles, where about a third of a
    cell's entries pass, at random. */
-static uint32_t within_run(const aoi__shape *shape, const aoi__grid *g,
-                           uint32_t begin, uint32_t n, float ax, float ay,
-                           double reach, uint32_t *hits)
+static inline __attribute__((always_inline)) uint32_t
+within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
+           uint32_t n, float ax, float ay, double reach, uint32_t *hits)
 {
   uint32_t found = 0;
   if (shape->kind == AOI_SHAPE_CIRCLE) {
@@ -151,6 +151,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   double radius = e->radius, hysteresis = w->config.hysteresis;
   bool move_events = w->config.move_events != 0;
   float *told = aoi__view_told(view, aoi__bands(w));
+  unsigned allowed = told ? aoi__bands_allowed(w, e->id, tick) : 0;
   bool lagging = false;
   uint32_t *leaves = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
@@ -167,7 +168,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
       float tx = told[2 * i], ty = told[2 * i + 1];
       told[2 * kept] = tx;
       told[2 * kept + 1] = ty;
-      switch (aoi__tell_move(w, e, m, tx, ty, tick)) {
+      switch (aoi__tell_move(w, e, m, tx, ty, allowed)) {
       case AOI__TELL_NOW:
         moves[nm++] = h;
         told[2 * kept] = m->x;
@@ -193,6 +194,42 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   return 0;
 }
 
+/* A held marker met at grid entry i (or by its appeal): kept. Without
+   bands it is told if it moved this tick; with them (told: the view's told
+   positions, k->told_at: each handle's place in the view) if it is
+   elsewhere than last told and its band allows this tick, else it lags.
+   A told position is noted in k->tells (room for the whole view), to be
+   written once the events are stored. */
+static inline void meet_member(aoi__worker *k, const aoi__entity *e,
+                               const aoi__grid *g, uint32_t i, uint32_t h,
+                               const float *told, uint32_t *ntells,
+                               unsigned allowed, bool *lagging)
+{
+  aoi__clear_member(k, h);
+  if (told == NULL) {
+    if (g->info[i] & AOI__ENTRY_MOVED)
+      aoi__set_moved(k, h);
+    return;
+  }
+  uint32_t at = k->told_at[h];
+  switch (aoi__tell_move_at(k->world, e, g->x[i], g->y[i], told[2 * at],
+                            told[2 * at + 1], allowed)) {
+  case AOI__TELL_NOW: {
+    aoi__set_moved(k, h);
+    uint32_t *t = &k->tells[3 * (*ntells)++];
+    t[0] = at;
+    memcpy(&t[1], &g->x[i], sizeof(float));
+    memcpy(&t[2], &g->y[i], sizeof(float));
+    break;
+  }
+  case AOI__TELL_LATER:
+    *lagging = true;
+    break;
+  default:
+    break;
+  }
+}
+
 /* Computes one watcher's events and new view from a scan of the grid.
    Every marker of interest within its outer reach (radius plus hysteresis)
    is met once: one its view holds is kept (and told if it moved), one it
@@ -201,21 +238,39 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
    view's order (by id), the enters are sorted. Returns 0 or AOI_ENOMEM:
    when the record cannot be stored the watcher keeps its view and gets no
    event (a resync next tick); when only its enters cannot be stored, they
-   wait for the next tick (and the worker reports AOI_ENOMEM). */
-static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                         uint64_t tick)
+   wait for the next tick (and the worker reports AOI_ENOMEM).
+
+   With `policy` (a constant: compute_whole and compute_appeals are two
+   copies), it also takes the markers that reach it by their appeal
+   (`appeals`, from aoi__find_appeals) and leaves those to the list in its
+   own scan, and with move bands tells each kept marker as its band allows.
+   Without, it is the plain path, which no policy slows. */
+static inline __attribute__((always_inline)) int
+scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+           const uint32_t *appeals, uint32_t nappeals, bool any_appeal,
+           uint64_t tick, const bool policy)
 {
-  (void)tick;
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
   aoi__view *view = &e->view;
   uint32_t v = view->count;
   const uint32_t *held = view->handles;
+  bool bands = policy && aoi__bands(w);
+  float *told = bands ? aoi__view_told(view, true) : NULL;
+  uint32_t ntells = 0;
+  unsigned allowed = bands ? aoi__bands_allowed(w, e->id, tick) : 0;
+  if (bands && aoi__reserve(&w->allocator, (void **)&k->tells,
+                            &k->tell_capacity, 3 * v + 3,
+                            sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
   for (uint32_t i = 0; i < v; i++)
     aoi__set_member(k, held[i]);
+  if (bands)
+    for (uint32_t i = 0; i < v; i++)
+      k->told_at[held[i]] = i;
 
   double inner = e->radius, outer = inner + w->config.hysteresis;
-  bool hysteresis = outer != inner;
+  bool hysteresis = outer != inner, lagging = false, far = false;
   uint32_t interest = e->interest, self = e->handle;
   double box[4];
   uint32_t r[4], n = 0, block = 0;
@@ -237,10 +292,18 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         if (!(g->info[i] & AOI__ENTRY_MARKER) ||
             (g->layers[i] & interest) == 0 || h == self)
           continue;
+        /* one whose appeal reaches further is on the appeal list */
+        if (policy && any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
+            w->appeal[h] > e->radius)
+          continue;
         if (aoi__is_member(k, h)) {
-          aoi__clear_member(k, h); /* met: kept */
-          if (g->info[i] & AOI__ENTRY_MOVED)
-            aoi__set_moved(k, h);
+          if (policy)
+            meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
+          else {
+            aoi__clear_member(k, h); /* met: kept */
+            if (g->info[i] & AOI__ENTRY_MOVED)
+              aoi__set_moved(k, h);
+          }
           continue;
         }
         if (hysteresis &&
@@ -254,7 +317,32 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       }
     }
   }
-  bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
+  for (uint32_t j = 0; policy && j < nappeals; j++) {
+    uint32_t i = appeals[j], h = g->handle[i];
+    if ((g->layers[i] & interest) == 0)
+      continue;
+    double base = w->appeal[h];
+    if (aoi__is_member(k, h)) {
+      if (aoi__within(shape, e->x, e->y, g->x[i], g->y[i],
+                      base + w->config.hysteresis)) {
+        meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
+        far = true;
+      }
+      continue;
+    }
+    if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], base))
+      continue;
+    far = true;
+    if (!complete || !aoi__reserve_candidate(k, n)) {
+      complete = false;
+      continue;
+    }
+    k->candidates[n++] = (aoi__candidate){g->id[i], h};
+  }
+  /* Without bands a resync tells every kept marker; with them the told
+     positions say exactly what each client lacks. */
+  bool resync = !bands && (e->stale & AOI__STALE_RESYNC) != 0;
+  uint32_t later = (far || lagging) ? AOI__STALE_POLICY : 0;
   if (!complete)
     n = 0;
   uint32_t *rec = NULL;
@@ -262,7 +350,8 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       ((rec = aoi__reserve_events(k, v + n)) == NULL ||
        aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
                     v + 1, sizeof(uint32_t)) != 0)) {
-    /* keep the view; the bits go back to clear */
+    /* keep the view, and the positions it was told; the bits go back to
+       clear */
     for (uint32_t i = 0; i < v; i++) {
       aoi__clear_member(k, held[i]);
       aoi__take_moved(k, held[i]);
@@ -271,11 +360,20 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   if (n > 0 &&
       aoi__view_reserve(&w->allocator, view, v + n,
-                        aoi__view_hint(k, block, v + n), false) != 0) {
+                        aoi__view_hint(k, block, v + n), bands) != 0) {
     complete = false;
     n = 0;
   }
   uint32_t *hs = view->handles; /* may have moved */
+  if (bands) {
+    float *now = aoi__view_told(view, true);
+    for (uint32_t j = 0; j < ntells; j++) {
+      const uint32_t *t = &k->tells[3 * j];
+      memcpy(&now[2 * t[0]], &t[1], sizeof(float));
+      memcpy(&now[2 * t[0] + 1], &t[2], sizeof(float));
+    }
+  }
+  float *told_now = bands ? aoi__view_told(view, true) : NULL;
   bool move_events = w->config.move_events != 0;
   if (v + n == 0) {
     k->view_n++;
@@ -297,6 +395,10 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       if (move_events)
         moves[nm++] = h;
     }
+    if (bands) {
+      told_now[2 * kept] = told_now[2 * i];
+      told_now[2 * kept + 1] = told_now[2 * i + 1];
+    }
     hs[kept++] = h;
   }
   if (n > 0) {
@@ -304,7 +406,7 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     aoi__sort_by_id(enters, n, aoi__spare_candidates(k));
     for (uint32_t j = 0; j < n; j++)
       out[nl + j] = enters[j].handle;
-    aoi__merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
+    aoi__merge_enters(view, told_now, kept, enters, n, w->idof, w->mark);
   } else {
     view->count = kept;
   }
@@ -314,13 +416,30 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     aoi__commit_events(k, e, nl, n, nm);
   k->view_sum += view->count;
   k->view_n++;
+  if (policy)
+    k->lagging += lagging;
   if (!complete) {
     aoi__fail(k, AOI_ENOMEM);
-    e->stale = AOI__STALE_WHOLE; /* its enters come next tick */
+    e->stale = AOI__STALE_WHOLE | later; /* its enters come next tick */
     return 0;
   }
-  e->stale = 0;
+  e->stale = later;
   return 0;
+}
+
+static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                         uint64_t tick)
+{
+  return scan_whole(k, e, g, NULL, 0, false, tick, false);
+}
+
+/* A watcher that sees some marker by its appeal, or under move bands,
+   without a cap. */
+static int compute_appeals(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                           const uint32_t *appeals, uint32_t nappeals,
+                           bool any_appeal, uint64_t tick)
+{
+  return scan_whole(k, e, g, appeals, nappeals, any_appeal, tick, true);
 }
 
 /* Computes the events of a watcher that did not change this tick and whose
@@ -458,9 +577,11 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   int rc;
   if (g == NULL)
     rc = compute_marks(k, e, tick);
-  else if (nlisted > 0 || e->cap > 0 || (e->stale & AOI__STALE_POLICY) ||
-           aoi__bands(k->world))
+  else if (e->cap > 0)
     rc = aoi__compute_policy(k, e, g, fine, listed, nlisted, appeals, tick);
+  else if (nlisted > 0 || (e->stale & AOI__STALE_POLICY) ||
+           aoi__bands(k->world))
+    rc = compute_appeals(k, e, g, listed, nlisted, appeals, tick);
   else if (dirty > e->view.count / 2 + 16)
     rc = compute_whole(k, e, g, tick);
   else
@@ -515,6 +636,10 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     fine = &s->fine;
   } /* else: they scan their reach */
   if ((rc = reserve_members(k)) != 0 ||
+      (aoi__bands(k->world) &&
+       (rc = aoi__reserve(&k->world->allocator, (void **)&k->told_at,
+                          &k->told_at_capacity, k->world->handle_count + 1,
+                          sizeof(uint32_t))) != 0) ||
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
                          &k->work_capacity, s->count + 1,
                          sizeof(uint64_t))) != 0 ||

@@ -202,26 +202,48 @@ static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
 
 /* ---- interest policies (policy.c) --------------------------------------- */
 
-/* Whether watcher a is told now of kept marker m, last told at (tx, ty):
-   with move bands, only on the ticks its band's period allows. */
+/* What a kept marker's move is to a watcher under move bands: nothing (it
+   is where the watcher was told), told now, or held back by its band. */
 enum { AOI__TELL_NOTHING, AOI__TELL_NOW, AOI__TELL_LATER };
+
+/* The move bands whose period allows tick t for watcher `id`: bit b for
+   band b. Once per watcher, so no marker pays a division. */
+static inline unsigned aoi__bands_allowed(const aoi_world *w, uint64_t id,
+                                          uint64_t tick)
+{
+  unsigned allowed = 0;
+  for (unsigned b = 0; b < w->config.move_band_count; b++) {
+    uint64_t period = w->config.move_bands[b].period;
+    if (period == 1 || (id % period + tick % period) % period == 0)
+      allowed |= 1u << b;
+  }
+  return allowed;
+}
+
+/* Whether watcher a is told now of a kept marker at (x, y), last told at
+   (tx, ty), with `allowed` from aoi__bands_allowed. The band is that of
+   the largest distance D with d > D, found without a square root:
+   w->band_above[b] is the least dx^2 + dy^2 whose root is above D. */
+static inline int aoi__tell_move_at(const aoi_world *w, const aoi__entity *a,
+                                    float x, float y, float tx, float ty,
+                                    unsigned allowed)
+{
+  if (x == tx && y == ty) /* as floats: -0 is +0 */
+    return AOI__TELL_NOTHING;
+  double dx = (double)x - (double)a->x, dy = (double)y - (double)a->y;
+  double squared = dx * dx + dy * dy;
+  for (unsigned b = w->config.move_band_count; b-- > 0;)
+    if (squared >= w->band_above[b])
+      return (allowed >> b) & 1 ? AOI__TELL_NOW : AOI__TELL_LATER;
+  return AOI__TELL_NOW;
+}
+
+/* The same for marker m, where it stands now. */
 static inline int aoi__tell_move(const aoi_world *w, const aoi__entity *a,
                                  const aoi__mark *m, float tx, float ty,
-                                 uint64_t tick)
+                                 unsigned allowed)
 {
-  if (m->x == tx && m->y == ty) /* as floats: -0 is +0 */
-    return AOI__TELL_NOTHING;
-  double dx = (double)m->x - (double)a->x, dy = (double)m->y - (double)a->y;
-  double d = sqrt(dx * dx + dy * dy);
-  uint64_t period = 1;
-  for (unsigned b = w->config.move_band_count; b-- > 0;)
-    if (d > (double)w->config.move_bands[b].distance) {
-      period = w->config.move_bands[b].period;
-      break;
-    }
-  if (period == 1 || (a->id % period + tick % period) % period == 0)
-    return AOI__TELL_NOW;
-  return AOI__TELL_LATER;
+  return aoi__tell_move_at(w, a, m->x, m->y, tx, ty, allowed);
 }
 
 /* Lists, per owned watcher of the shard, the markers whose appeal reaches

@@ -372,8 +372,14 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
   }
+  if (v + ne == 0) { /* nothing held, nothing seen */
+    k->view_n++;
+    e->stale = 0;
+    return 0;
+  }
   bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
   bool move_events = w->config.move_events != 0, lagging = false;
+  unsigned allowed = told ? aoi__bands_allowed(w, e->id, tick) : 0;
   uint32_t *hs = view->handles;
   float *tp = aoi__view_told(view, told);
   uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
@@ -388,7 +394,7 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     const aoi__mark *m = &mark[h];
     if (told) {
       float tx = tp[2 * i], ty = tp[2 * i + 1];
-      int tell = aoi__tell_move(w, e, m, tx, ty, tick);
+      int tell = aoi__tell_move(w, e, m, tx, ty, allowed);
       if (tell == AOI__TELL_NOW) {
         moves[nm++] = h;
         tx = m->x;
@@ -413,8 +419,7 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   if (nm > 0)
     memcpy(out + nl + ne, moves, sizeof(uint32_t) * nm);
-  if (v + ne > 0)
-    aoi__commit_events(k, e, nl, ne, nm);
+  aoi__commit_events(k, e, nl, ne, nm);
   k->view_sum += view->count;
   k->view_n++;
   e->stale = (far || lagging) ? AOI__STALE_POLICY : 0;

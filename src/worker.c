@@ -75,6 +75,8 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->appeal_start, sizeof(uint32_t) * k->appeal_start_capacity);
     aoi__free(a, k->appeal_pairs, sizeof(uint64_t) * k->appeal_pair_capacity);
     aoi__free(a, k->appeal, sizeof(uint32_t) * k->appeal_capacity);
+    aoi__free(a, k->told_at, sizeof(uint32_t) * k->told_at_capacity);
+    aoi__free(a, k->tells, sizeof(uint32_t) * k->tell_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
   }

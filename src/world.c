@@ -123,6 +123,19 @@ static bool config_valid(const aoi_config *c)
   return true;
 }
 
+/* The least double s with sqrt(s) > d, for a finite d >= 0: sqrt is
+   correctly rounded and never decreases, so sqrt(s) > d exactly when s is
+   at least this. */
+static double least_square_above(float distance)
+{
+  double d = distance, s = d * d;
+  while (s > 0 && sqrt(s) > d)
+    s = nextafter(s, 0);
+  while (!(sqrt(s) > d))
+    s = nextafter(s, INFINITY);
+  return s;
+}
+
 static unsigned online_cores(void)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -199,6 +212,8 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   }
   w->shape.kind = config->shape;
   w->shape.cell = config->cell_size;
+  for (unsigned b = 0; b < config->move_band_count; b++)
+    w->band_above[b] = least_square_above(config->move_bands[b].distance);
   w->threads = config->threads ? config->threads : online_cores();
   w->shard_count = config->shards ? config->shards : w->threads;
 

@@ -340,6 +340,14 @@ typedef struct aoi__worker {
   uint64_t *appeal_pairs; /* slot << 32 | entry, before the sort */
   uint32_t appeal_pair_capacity;
   uint32_t *appeal;
+  /* With move bands: where each handle of the view being computed lies
+     in it, to find its told position from a grid hit. */
+  uint32_t *told_at;
+  uint32_t told_at_capacity;
+  /* ... and the positions its kept markers are told this tick, applied
+     once its events are stored: 3 words each (place, x, y) */
+  uint32_t *tells;
+  uint32_t tell_capacity;
   uint32_t appeal_capacity;
   uint64_t phase_started; /* when the phase being timed began */
   /* results of the last tick */
@@ -377,6 +385,9 @@ typedef struct aoi__plan {
 
 struct aoi_world {
   aoi_config config;
+  /* Per move band b: the least dx^2 + dy^2 whose square root is above the
+     band's distance (aoi__tell_move_at compares without a root). */
+  double band_above[AOI_MAX_MOVE_BANDS];
   aoi_allocator allocator;
   aoi__shape shape;
   unsigned threads, shard_count;
