@@ -354,7 +354,6 @@ static void tower_tick(algo *a)
 
 const algo_class algo_tower = {
     "tower",
-    "markers register with the tower of their cell, watchers subscribe to"
-    " the towers their reach covers; incremental on every operation",
+    "towers hold markers, watchers subscribe to theirs; incremental",
     tower_create, tower_destroy, tower_add, tower_move, tower_remove,
     tower_tick};

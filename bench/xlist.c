@@ -598,7 +598,6 @@ static void xlist_tick(algo *a)
 
 const algo_class algo_xlist = {
     "xlist",
-    "entities sorted along x and y in two linked lists, trigger nodes at"
-    " the edges of each reach; every move walks its nodes",
+    "x and y sorted lists, trigger nodes at reach; every move walks",
     xlist_create, xlist_destroy, xlist_add, xlist_move, xlist_remove,
     xlist_tick};
