@@ -9,8 +9,10 @@
 # with a number (or null, or a string where one is due). A run with
 # --no-baseline must carry the baseline keys as null, a scenario with no
 # odd part the cliff keys; the four cliff scenarios must carry them as
-# numbers, with the odd part's parameters. Where python3 exists, every line
-# must also parse as JSON. No timing is checked.
+# numbers, with the odd part's parameters. Every line carries every
+# algorithm's keys (algo_NAME_*), numbers for those --baseline ran and null
+# for the others, and "baseline" names the first. Where python3 exists,
+# every line must also parse as JSON. No timing is checked.
 set -u
 
 bench=${1:?usage: check-json.sh PATH/TO/aoi-bench}
@@ -24,7 +26,15 @@ numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   exchange_ms_median compute_ms_median handoffs_per_tick ghosts_per_tick
   speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
   plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio
-  outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio"
+  outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio
+  tower_side"
+algo_keys="tick_ms_median submit_ms_median frame_ms_median events_per_tick
+  bytes_per_entity"
+for a in brute ninegrid tower xlist; do
+  for k in $algo_keys; do
+    numeric="$numeric algo_${a}_$k"
+  done
+done
 
 # check FILE LINES: FILE holds LINES well-formed lines with every key.
 check() {
@@ -68,6 +78,30 @@ if ! "$bench" --json --scenario uniform,churn --entities 1000 --ticks 4 \
   fail=1
 fi
 check "$tmp/sweep" 4
+# ran FILE LINES BASELINE ALGOS...: the named algorithms' keys are numbers
+# (and their checksums match) on every line, the others' null, and
+# "baseline" is BASELINE.
+ran() {
+  file=$1 want=$2 first=$3
+  shift 3
+  n=$(grep -c "\"baseline\":$first[,}]" "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: baseline is not $first" >&2; fail=1; }
+  for a in brute ninegrid tower xlist; do
+    case " $* " in
+    *" $a "*) value='-?[0-9][0-9.eE+-]*' match=true ;;
+    *) value=null match=null ;;
+    esac
+    for k in $algo_keys; do
+      n=$(grep -c -E "[{,]\"algo_${a}_$k\":$value[,}]" "$file")
+      [ "$n" -eq "$want" ] ||
+        { echo "check-json: algo_${a}_$k is not $value in $n of $want lines" >&2; fail=1; }
+    done
+    n=$(grep -c -E "[{,]\"algo_${a}_checksum_match\":$match[,}]" "$file")
+    [ "$n" -eq "$want" ] ||
+      { echo "check-json: algo_${a}_checksum_match is not $match" >&2; fail=1; }
+  done
+}
+ran "$tmp/sweep" 4 '"ninegrid"' ninegrid
 for s in uniform churn; do
   n=$(grep -c "\"scenario\":\"$s\"" "$tmp/sweep")
   [ "$n" -eq 2 ] || { echo "check-json: $n lines for $s" >&2; fail=1; }
@@ -110,6 +144,20 @@ has flood 3 flood
 has plain_checksum_match true flood
 has flood null outlier
 
+if ! "$bench" --json --baseline tower,xlist,brute --scenario sparse,idle \
+     --entities 400 --ticks 2 --threads 1 --tower-side 5 >"$tmp/algos" \
+     2>"$tmp/err"; then
+  echo "check-json: the --baseline run failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/algos" 2
+ran "$tmp/algos" 2 '"tower"' tower xlist brute
+n=$(grep -c '"tower_side":5[,}]' "$tmp/algos")
+[ "$n" -eq 2 ] || { echo "check-json: tower_side is not 5" >&2; fail=1; }
+n=$(grep '"scenario":"sparse"' "$tmp/algos" | grep -c '"radius":100[,}]')
+[ "$n" -eq 1 ] || { echo "check-json: sparse's radius is not 10 x 10" >&2; fail=1; }
+
 if ! "$bench" --json --no-baseline --scenario idle --entities 500 --ticks 2 \
      --threads 1 >"$tmp/alone" 2>"$tmp/err"; then
   echo "check-json: the --no-baseline run failed:" >&2
@@ -119,6 +167,7 @@ fi
 check "$tmp/alone" 1
 grep -q '"baseline_tick_ms_median":null' "$tmp/alone" ||
   { echo "check-json: --no-baseline left a baseline figure" >&2; fail=1; }
+ran "$tmp/alone" 1 null
 
 [ "$fail" -eq 0 ] && echo "check-json: ok"
 exit "$fail"

@@ -63,11 +63,27 @@ expect 2 --mix 0.01:1e9
 expect 2 --flood 0
 expect 2 --flood 2000
 expect 2 --scenario mixed-radius --max-radius 50
+expect 2 --scenario sparse --max-radius 50
+expect 2 --baseline
+expect 2 --baseline nosuch
+expect 2 --baseline tower,,xlist
+expect 2 --baseline tower,
+expect 2 --baseline tower,tower
+expect 2 --baseline ninegrid --no-baseline
+expect 2 --baseline brute --entities 20001
+expect 2 --baseline all --entities 50000
+expect 2 --tower-side 0
+expect 2 --tower-side -3
+expect 2 --tower-side nan
+expect 2 --force-brute=yes
+expect 0 --baseline xlist,brute --force-brute --scenario sparse --entities 300 \
+  --ticks 1 --threads 1 --tower-side 4
 expect 0 --scenario mixed-radius --max-radius 50 --mix 0.05:5 --entities 200 \
   --ticks 1 --threads 1
 expect 0 --help
 grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
-for word in mixed-radius --outlier-at --mix --flood --max-radius cliff_ratio; do
+for word in mixed-radius --outlier-at --mix --flood --max-radius cliff_ratio \
+  --baseline --tower-side --force-brute brute ninegrid tower xlist sparse; do
   grep -q -e "$word" "$tmp/out" ||
     { echo "check-usage: --help does not tell of $word" >&2; fail=1; }
 done

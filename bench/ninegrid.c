@@ -226,7 +226,6 @@ static void ninegrid_tick(algo *a)
 
 const algo_class algo_ninegrid = {
     "ninegrid",
-    "a uniform grid of the crowd's reach, rebuilt every tick; each watcher"
-    " scans the 3 x 3 cells around its own",
+    "a grid of the crowd's reach, rebuilt a tick; 3 x 3 cells scanned",
     ninegrid_create, ninegrid_destroy, algo_plain_add, algo_plain_move,
     algo_plain_remove, ninegrid_tick};

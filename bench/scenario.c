@@ -636,8 +636,7 @@ const scenario bench_scenarios[] = {
     {"idle", "a random 5% of the crowd walks each tick, the rest stands",
      BENCH_ODD_NONE, 1, 1},
     {"sparse",
-     "random walk of a thin crowd: radius 10 x --radius, about 1/32 of"
-     " --neighbours in view",
+     "a thin crowd on a wide map: 10x the radius, 1/32 the neighbours",
      BENCH_ODD_NONE, SPARSE_RADIUS, SPARSE_NEIGHBOURS},
     {"crowd",
      "everyone inside one square of side --radius, stepping in place (the"

@@ -8,9 +8,14 @@
  *    unsubscribes from those it left, and is computed whole at the tick:
  *    the markers of its towers that pass the spec's test, diffed with its
  *    view (a move to where it stands changes nothing, and is skipped);
- *  - a marker that is added, moves or is removed notifies the subscribers
- *    of the tower it leaves, and of the one it enters when that is another
- *    (a note: this watcher must look at this marker at the tick);
+ *  - a marker that is added or removed notifies the subscribers of its
+ *    tower (a note: this watcher must look at this marker at the tick); one
+ *    that moves re-registers with the tower it enters at once, and at the
+ *    tick notifies the subscribers of the tower it started the tick in and,
+ *    when that is another, of the one it ends in (so a marker that moves
+ *    sixteen times a tick notifies once, and a watcher that moved, computed
+ *    whole anyway, is not told: events come out at the tick, so telling
+ *    earlier would tell nothing more);
  *  - at the tick, a watcher that did not move looks only at the markers
  *    noted to it (algo_diff_notes): each is kept, left, entered or told
  *    moved by the spec's test at its own reach.
@@ -57,6 +62,8 @@ typedef struct tower_range {
 
 typedef struct tower_slot {
   uint32_t tower, index; /* a marker: its tower, its place there */
+  uint32_t from;         /* a marker that moved: its tower at the last tick */
+  uint32_t moving;       /* it moved since the last tick (and is listed) */
   tower_range range;     /* a watcher: the towers it subscribes to */
 } tower_slot;
 
@@ -67,6 +74,8 @@ typedef struct towers {
   tower *grid; /* row after row */
   tower_slot *slots;
   size_t slot_capacity;
+  uint32_t *moving; /* markers that moved since the last tick */
+  size_t moving_count, moving_capacity;
   algo_dirty dirty;
 } towers;
 
@@ -202,6 +211,7 @@ static void tower_destroy(algo *a)
   }
   free(t->grid);
   free(t->slots);
+  free(t->moving);
   algo_dirty_free(&t->dirty);
   algo_delete(a);
 }
@@ -220,6 +230,7 @@ static int tower_add(algo *a, uint64_t id, float x, float y, float radius,
     t->slot_capacity = a->entity_capacity;
   }
   algo_dirty_reserve(a, &t->dirty);
+  t->slots[slot].moving = 0;
   if (flags & AOI_WATCHER) {
     t->slots[slot].range = range_of(t, slot);
     subscribe(t, slot, &t->slots[slot].range, NULL, 1);
@@ -244,16 +255,19 @@ static int tower_move(algo *a, uint64_t id, float x, float y)
   const algo_entity *e = &a->entities[slot];
   tower_slot *ts = &t->slots[slot];
   if (e->flags & AOI_MARKER) {
-    uint32_t from = ts->tower;
-    notify(t, from, slot);
-    if (tower_at(t, x, y) == from) {
-      tower_item *item = &t->grid[from].markers[ts->index];
+    if (!ts->moving) {
+      ts->moving = 1;
+      ts->from = ts->tower;
+      ALGO_RESERVE(a, t->moving, t->moving_capacity, t->moving_count + 1);
+      t->moving[t->moving_count++] = slot;
+    }
+    if (tower_at(t, x, y) == ts->tower) {
+      tower_item *item = &t->grid[ts->tower].markers[ts->index];
       item->x = x;
       item->y = y;
     } else {
       delist(t, slot);
       enlist(t, slot);
-      notify(t, ts->tower, slot);
     }
   }
   if (e->flags & AOI_WATCHER) {
@@ -276,7 +290,11 @@ static int tower_remove(algo *a, uint64_t id)
     return AOI_ENOENT;
   unsigned flags = a->entities[slot].flags;
   if (flags & AOI_MARKER) {
-    notify(t, t->slots[slot].tower, slot);
+    tower_slot *ts = &t->slots[slot];
+    if (ts->moving && ts->from != ts->tower)
+      notify(t, ts->from, slot); /* where a watcher may have seen it */
+    ts->moving = 0; /* its listing is skipped at the tick */
+    notify(t, ts->tower, slot);
     delist(t, slot);
   }
   if (flags & AOI_WATCHER) {
@@ -319,13 +337,23 @@ static void tower_tick(algo *a)
 {
   towers *t = (towers *)a;
   algo_begin_tick(a);
+  for (size_t k = 0; k < t->moving_count; k++) {
+    uint32_t slot = t->moving[k];
+    tower_slot *ts = &t->slots[slot];
+    if (!ts->moving)
+      continue; /* removed since, or listed twice */
+    ts->moving = 0;
+    notify(t, ts->from, slot);
+    if (ts->tower != ts->from)
+      notify(t, ts->tower, slot);
+  }
+  t->moving_count = 0;
   algo_dirty_run(a, &t->dirty, gather);
   algo_end_tick(a);
 }
 
 const algo_class algo_tower = {
     "tower",
-    "markers register with the tower of their cell, watchers subscribe to"
-    " the towers their reach covers; incremental on every operation",
+    "towers hold markers, watchers subscribe to theirs; incremental",
     tower_create, tower_destroy, tower_add, tower_move, tower_remove,
     tower_tick};

@@ -21,11 +21,14 @@
  *
  * Events. The box only finds candidates; the view is the spec's test on
  * them (algo_within), exact for every shape. A watcher that moved is
- * computed whole at the tick, from its box. A marker that moves, or is
- * removed, notes itself to every watcher whose box held it, and one whose
- * box it enters is noted too: at the tick those watchers look only at the
- * markers noted to them (algo_diff_notes). A marker a watcher holds is
- * within its reach, so inside its box: none of its changes goes unnoted.
+ * computed whole at the tick, from its box. A marker that leaves a box, or
+ * is removed, notes itself at once to the watchers whose box held it; one
+ * that moved notes itself at the tick to every watcher whose box holds it
+ * then (so a marker that moves sixteen times a tick notes once, and a
+ * watcher that moved, computed whole anyway, is not told: events come out
+ * at the tick). Those watchers look only at the markers noted to them
+ * (algo_diff_notes). A marker a watcher holds is within its reach, so
+ * inside its box: none of its changes goes unnoted.
  *
  * Adds. Inserting a node by walking from an end of a list costs O(N) a
  * node, O(N^2) for a crowd. So an add only records the entity, and the
@@ -83,6 +86,7 @@ typedef struct xl_slot {
   uint32_t placed; /* the tick its nodes were linked at */
   uint32_t active; /* the sweep: its place in an open-box list */
   uint8_t state;
+  uint8_t moving; /* a marker that moved since the last tick (listed) */
 } xl_slot;
 
 /* A box open at the sweep's point: its y bounds, read in the inner loop. */
@@ -106,6 +110,8 @@ typedef struct xlist {
   size_t met_count, met_capacity;
   uint32_t *fresh; /* added since the last tick */
   size_t fresh_count, fresh_capacity;
+  uint32_t *moving; /* markers that moved since the last tick */
+  size_t moving_count, moving_capacity;
   xl_sorted *sorted;
   size_t sorted_capacity;
   xl_open *open[2]; /* the sweep's open boxes: [0] old, [1] new */
@@ -282,6 +288,7 @@ static void xlist_destroy(algo *a)
   free(xl->y.nodes);
   free(xl->met);
   free(xl->fresh);
+  free(xl->moving);
   free(xl->sorted);
   free(xl->open[0]);
   free(xl->open[1]);
@@ -317,6 +324,7 @@ static int xlist_add(algo *a, uint64_t id, float x, float y, float radius,
                                   interest);
   reserve_slots(xl);
   xl->slots[slot].state = XL_NEW;
+  xl->slots[slot].moving = 0;
   ALGO_RESERVE(a, xl->fresh, xl->fresh_capacity, xl->fresh_count + 1);
   xl->fresh[xl->fresh_count++] = slot;
   if (flags & AOI_WATCHER)
@@ -329,9 +337,11 @@ static void move_marker(xlist *xl, uint32_t m, float ox, float oy)
 {
   algo *a = &xl->base;
   const algo_entity *e = &a->entities[m];
-  const xl_pairs *by = &xl->slots[m].side[BOXED];
-  for (uint32_t k = 0; k < by->count; k++)
-    algo_dirty_note(a, &xl->dirty, by->items[k].other, e->id, m);
+  if (!xl->slots[m].moving) {
+    xl->slots[m].moving = 1;
+    ALGO_RESERVE(a, xl->moving, xl->moving_capacity, xl->moving_count + 1);
+    xl->moving[xl->moving_count++] = m;
+  }
   begin_walks(xl);
   walk(xl, &xl->x, NODE(m, ROLE_MID), e->x);
   walk(xl, &xl->y, NODE(m, ROLE_MID), e->y);
@@ -341,10 +351,10 @@ static void move_marker(xlist *xl, uint32_t m, float ox, float oy)
     if (was == is)
       continue;
     if (is) {
-      add_pair(xl, w, m);
-      algo_dirty_note(a, &xl->dirty, w, e->id, m);
+      add_pair(xl, w, m); /* noted at the tick */
     } else {
-      drop_pair(xl, w, m); /* noted above */
+      drop_pair(xl, w, m);
+      algo_dirty_note(a, &xl->dirty, w, e->id, m);
     }
   }
 }
@@ -427,6 +437,7 @@ static int xlist_remove(algo *a, uint64_t id)
       }
   }
   s->state = XL_OUT;
+  s->moving = 0; /* its listing is skipped at the tick */
   if (flags & AOI_WATCHER)
     algo_dirty_drop(&xl->dirty, slot);
   algo_free_entity(a, slot);
@@ -587,10 +598,29 @@ static size_t gather(algo *a, uint32_t slot)
   return n;
 }
 
+/* Every marker that moved notes itself to the watchers whose box holds
+   it now. */
+static void note_moved(xlist *xl)
+{
+  algo *a = &xl->base;
+  for (size_t k = 0; k < xl->moving_count; k++) {
+    uint32_t m = xl->moving[k];
+    if (!xl->slots[m].moving)
+      continue; /* removed since, or listed twice */
+    xl->slots[m].moving = 0;
+    const xl_pairs *by = &xl->slots[m].side[BOXED];
+    for (uint32_t j = 0; j < by->count; j++)
+      algo_dirty_note(a, &xl->dirty, by->items[j].other,
+                      a->entities[m].id, m);
+  }
+  xl->moving_count = 0;
+}
+
 static void xlist_tick(algo *a)
 {
   xlist *xl = (xlist *)a;
   algo_begin_tick(a);
+  note_moved(xl);
   place_new(xl);
   algo_dirty_run(a, &xl->dirty, gather);
   algo_end_tick(a);
@@ -598,7 +628,6 @@ static void xlist_tick(algo *a)
 
 const algo_class algo_xlist = {
     "xlist",
-    "entities sorted along x and y in two linked lists, trigger nodes at"
-    " the edges of each reach; every move walks its nodes",
+    "x and y sorted lists, trigger nodes at reach; every move walks",
     xlist_create, xlist_destroy, xlist_add, xlist_move, xlist_remove,
     xlist_tick};

@@ -3,6 +3,7 @@
  *
  *   aoi-svg snapshot FILE.svg [crowd flags] [--watcher ID]
  *   aoi-svg chart FILE.svg [crowd flags]
+ *   aoi-svg scaling FILE.svg BENCH.jsonl [--title TEXT]
  *
  * Both run a deterministic crowd (`crowd_run`) in a square world of side
  * WORLD_SIDE for --ticks ticks, draining every outbox after each tick as a
@@ -20,6 +21,13 @@
  * (aoi_query_circle) that its view does not hold. `chart` draws aoi_stats_get's
  * phase times (apply, exchange, compute; the slowest worker's) stacked, tick
  * by tick, with the whole tick's wall time over them.
+ *
+ * `scaling` runs nothing: it reads the lines of `aoi-bench --json` (one
+ * scenario, runs at several --entities) and draws, log-log, each
+ * algorithm's median submit + tick (algo_NAME_frame_ms_median) and the
+ * engine's median frame at each thread count against the entities, with
+ * two dashed slopes (proportional to N and to N^2) to read growth orders
+ * against.
  *
  * The crowd, and so a snapshot, depends only on the flags (the library's
  * results are the same for any thread and shard count); chart timings do not.
@@ -72,6 +80,7 @@ static void *xcalloc(size_t count, size_t size)
 
 typedef struct options {
   const char *mode, *path, *scenario;
+  const char *input, *title; /* scaling: the JSON lines, the title */
   uint32_t entities;
   unsigned threads, shards, ticks;
   uint64_t watcher; /* 0: choose one */
@@ -825,12 +834,292 @@ static void chart(const options *o, const crowd *c)
 #undef CHART_Y
 }
 
+/* ---- scaling: time per tick against crowd size, from aoi-bench --json - */
+
+#define SERIES_MAX 16
+#define POINTS_MAX 64
+
+/* One line of the chart: its points, sorted by x when drawn. */
+typedef struct series {
+  char name[48];
+  double x[POINTS_MAX], y[POINTS_MAX];
+  int count;
+} series;
+
+typedef struct scaling_data {
+  series s[SERIES_MAX];
+  int count;
+  char scenario[32];
+} scaling_data;
+
+/* The number after "key": in a flat JSON object line; 0 when the key is
+   missing or not a number (null). */
+static int json_number_at(const char *line, const char *key, double *value)
+{
+  char pattern[96];
+  snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+  const char *at = strstr(line, pattern);
+  if (at == NULL)
+    return 0;
+  char *end;
+  double v = strtod(at + strlen(pattern), &end);
+  if (end == at + strlen(pattern) || !isfinite(v))
+    return 0;
+  *value = v;
+  return 1;
+}
+
+/* Adds (x, y) to the series of that name, made when new; a second point
+   at the same x is ignored (aoi-bench repeats the algorithms' figures on
+   every thread count's line). */
+static void add_point(scaling_data *d, const char *name, double x, double y)
+{
+  int i = 0;
+  while (i < d->count && strcmp(d->s[i].name, name) != 0)
+    i++;
+  if (i == d->count) {
+    if (d->count == SERIES_MAX)
+      die("more than %d series", SERIES_MAX);
+    snprintf(d->s[i].name, sizeof(d->s[i].name), "%s", name);
+    d->count++;
+  }
+  series *s = &d->s[i];
+  for (int k = 0; k < s->count; k++)
+    if (s->x[k] == x)
+      return;
+  if (s->count == POINTS_MAX)
+    die("series %s: more than %d points", name, POINTS_MAX);
+  s->x[s->count] = x;
+  s->y[s->count++] = y;
+}
+
+/* One aoi-bench JSON line: the engine's frame at its thread count, and
+   every algo_NAME_frame_ms_median that is a number. */
+static void read_line(scaling_data *d, const char *line, const char *path,
+                      unsigned number)
+{
+  double entities, threads, frame;
+  if (!json_number_at(line, "entities", &entities) ||
+      !json_number_at(line, "threads", &threads) ||
+      !json_number_at(line, "frame_ms_median", &frame))
+    die("%s:%u: not an aoi-bench --json line (entities, threads,"
+        " frame_ms_median)", path, number);
+  const char *sc = strstr(line, "\"scenario\":\"");
+  if (sc != NULL) {
+    sc += strlen("\"scenario\":\"");
+    size_t len = strcspn(sc, "\"");
+    char name[32];
+    snprintf(name, sizeof(name), "%.*s", (int)len, sc);
+    if (d->scenario[0] == '\0')
+      snprintf(d->scenario, sizeof(d->scenario), "%s", name);
+    else if (strcmp(d->scenario, name) != 0)
+      die("%s:%u: scenario %s after %s: one scenario a chart", path, number,
+          name, d->scenario);
+  }
+  const char *suffix = "_frame_ms_median\":";
+  for (const char *p = strstr(line, "\"algo_"); p != NULL;
+       p = strstr(p + 1, "\"algo_")) {
+    const char *name = p + strlen("\"algo_");
+    const char *end = strstr(name, suffix);
+    const char *quote = strchr(name, '"');
+    double y;
+    if (end == NULL || quote == NULL || quote != end + strlen(suffix) - 2)
+      continue; /* another algo_ key */
+    char key[64];
+    snprintf(key, sizeof(key), "%.*s", (int)(quote - p - 1), p + 1);
+    if (json_number_at(line, key, &y) && y > 0) {
+      char label[48];
+      snprintf(label, sizeof(label), "%.*s", (int)(end - name), name);
+      add_point(d, label, entities, y);
+    }
+  }
+  if (frame > 0) {
+    char label[48];
+    snprintf(label, sizeof(label), "engine, %g thread%s", threads,
+             threads == 1 ? "" : "s");
+    add_point(d, label, entities, frame);
+  }
+}
+
+static void read_scaling(const char *path, scaling_data *d)
+{
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+  if (f == NULL)
+    die("%s: %s", path, strerror(errno));
+  char line[16384];
+  unsigned number = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    number++;
+    if (strchr(line, '\n') == NULL && !feof(f))
+      die("%s:%u: line too long", path, number);
+    if (line[strspn(line, " \t\r\n")] == '\0')
+      continue;
+    read_line(d, line, path, number);
+  }
+  if (f != stdin)
+    fclose(f);
+  if (d->count == 0)
+    die("%s: no aoi-bench --json line with a time in it", path);
+}
+
+/* "2k", "100k", "1M": a count for an axis label. */
+static void count_label(char *out, size_t size, double v)
+{
+  if (v >= 1e6)
+    snprintf(out, size, "%gM", v / 1e6);
+  else if (v >= 1e3)
+    snprintf(out, size, "%gk", v / 1e3);
+  else
+    snprintf(out, size, "%g", v);
+}
+
+static void scaling(const options *o)
+{
+  scaling_data d;
+  memset(&d, 0, sizeof(d));
+  read_scaling(o->input, &d);
+  double x0 = INFINITY, x1 = 0, y0 = INFINITY, y1 = 0;
+  for (int i = 0; i < d.count; i++) {
+    series *s = &d.s[i];
+    for (int a = 1; a < s->count; a++) /* by x: insertion sort */
+      for (int b = a; b > 0 && s->x[b - 1] > s->x[b]; b--) {
+        double tx = s->x[b], ty = s->y[b];
+        s->x[b] = s->x[b - 1];
+        s->y[b] = s->y[b - 1];
+        s->x[b - 1] = tx;
+        s->y[b - 1] = ty;
+      }
+    for (int k = 0; k < s->count; k++) {
+      x0 = fmin(x0, s->x[k]);
+      x1 = fmax(x1, s->x[k]);
+      y0 = fmin(y0, s->y[k]);
+      y1 = fmax(y1, s->y[k]);
+    }
+  }
+  /* Whole decades around the data. */
+  double lx0 = floor(log10(x0)), lx1 = ceil(log10(x1));
+  double ly0 = floor(log10(y0)), ly1 = ceil(log10(y1));
+  if (lx1 <= lx0)
+    lx1 = lx0 + 1;
+  if (ly1 <= ly0)
+    ly1 = ly0 + 1;
+#define LOG_X(v) (PLOT_X + (log10(v) - lx0) * (PLOT_W / (lx1 - lx0)))
+#define LOG_Y(v) (PLOT_Y + PLOT_H - (log10(v) - ly0) * (PLOT_H / (ly1 - ly0)))
+
+  double legend_rows = ceil(d.count / 3.0);
+  FILE *f = svg_open(o->path, PLOT_X + PLOT_W + 40,
+                     PLOT_Y + PLOT_H + 80 + 22 * legend_rows);
+  if (o->title != NULL)
+    svg_text(f, PLOT_X, 32, "font-size=\"20\" font-weight=\"bold\"", "%s",
+             o->title);
+  else
+    svg_text(f, PLOT_X, 32, "font-size=\"20\" font-weight=\"bold\"",
+             "Time per tick against entities, log-log%s%s",
+             d.scenario[0] ? ": " : "", d.scenario);
+  svg_text(f, PLOT_X, 56, "fill=\"" COLOR_MUTED "\"",
+           "medians; the algorithms: submit + tick, one thread; the engine:"
+           " submit + tick + delivery");
+
+  /* Decades, and 2 and 5 times each, as grid lines. */
+  fputs("<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">\n", f);
+  for (double e = lx0; e <= lx1; e++)
+    for (int m = 1; m <= 5; m += m == 1 ? 1 : 3) {
+      double v = m * pow(10, e);
+      if (log10(v) <= lx1 + 1e-9)
+        fprintf(f, "<path d=\"M%.1f %.1fv%.1f\"/>\n", LOG_X(v), PLOT_Y,
+                PLOT_H);
+    }
+  for (double e = ly0; e <= ly1; e++)
+    for (int m = 1; m <= 5; m += m == 1 ? 1 : 3) {
+      double v = m * pow(10, e);
+      if (log10(v) <= ly1 + 1e-9)
+        fprintf(f, "<path d=\"M%.1f %.1fh%.1f\"/>\n", PLOT_X, LOG_Y(v),
+                PLOT_W);
+    }
+  fputs("</g>\n", f);
+  for (double e = lx0; e <= lx1; e++)
+    for (int m = 1; m <= 5; m += m == 1 ? 1 : 3) {
+      double v = m * pow(10, e);
+      char label[16];
+      if (log10(v) > lx1 + 1e-9)
+        continue;
+      count_label(label, sizeof(label), v);
+      svg_text(f, LOG_X(v), PLOT_Y + PLOT_H + 20, "text-anchor=\"middle\"",
+               "%s", label);
+    }
+  for (double e = ly0; e <= ly1; e++)
+    svg_text(f, PLOT_X - 8, LOG_Y(pow(10, e)) + 4, "text-anchor=\"end\"",
+             "%g", pow(10, e));
+  svg_text(f, PLOT_X + PLOT_W / 2, PLOT_Y + PLOT_H + 46,
+           "text-anchor=\"middle\"", "entities");
+  fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" "
+             "text-anchor=\"middle\">milliseconds per tick</text>\n",
+          PLOT_Y + PLOT_H / 2);
+
+  /* Two slopes to read the others against: from the lowest first point,
+     times 10 and times 100 a decade. */
+  fprintf(f, "<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"%.1f\" "
+             "width=\"%.1f\" height=\"%.1f\"/></clipPath>\n",
+          PLOT_X, PLOT_Y, PLOT_W, PLOT_H);
+  double gx = x0, gy = y1;
+  for (int i = 0; i < d.count; i++)
+    if (d.s[i].x[0] == x0)
+      gy = fmin(gy, d.s[i].y[0]);
+  for (int order = 1; order <= 2; order++) {
+    /* To the right edge, or to the top where it leaves there first. */
+    double ex = pow(10, lx1), ey = gy * pow(ex / gx, order);
+    if (ey > pow(10, ly1)) {
+      ey = pow(10, ly1);
+      ex = gx * pow(ey / gy, 1.0 / order);
+    }
+    fprintf(f, "<path class=\"guide\" clip-path=\"url(#plot)\" d=\"M%.1f "
+               "%.1fL%.1f %.1f\" stroke=\"#bbbbbb\" stroke-dasharray=\"5 4\" "
+               "fill=\"none\"/>\n",
+            LOG_X(gx), LOG_Y(gy), LOG_X(ex), LOG_Y(ey));
+    svg_text(f, LOG_X(ex) - 6, LOG_Y(ey) + 16,
+             "text-anchor=\"end\" font-size=\"12\" fill=\"#999999\"",
+             order == 1 ? "\xe2\x88\x9d N" : "\xe2\x88\x9d N\xc2\xb2");
+  }
+
+  static const char *const colors[] = {"#d62728", "#1f77b4", "#2ca02c",
+                                       "#9467bd", "#ff7f0e", "#8c564b",
+                                       "#e377c2", "#17becf"};
+  for (int i = 0; i < d.count; i++) {
+    const series *s = &d.s[i];
+    const char *color = colors[i % 8];
+    int engine = strncmp(s->name, "engine", 6) == 0;
+    fprintf(f, "<path class=\"series\" fill=\"none\" stroke=\"%s\" "
+               "stroke-width=\"2\"%s d=\"",
+            color, engine ? " stroke-dasharray=\"8 3\"" : "");
+    for (int k = 0; k < s->count; k++)
+      fprintf(f, "%s%.1f %.1f", k ? "L" : "M", LOG_X(s->x[k]),
+              LOG_Y(s->y[k]));
+    fputs("\"/>\n", f);
+    for (int k = 0; k < s->count; k++)
+      fprintf(f, "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+                 "fill=\"%s\"/>\n",
+              LOG_X(s->x[k]), LOG_Y(s->y[k]), color);
+    double lx = PLOT_X + (i % 3) * 270, ly = PLOT_Y + PLOT_H + 76 + 22 * (i / 3);
+    fprintf(f, "<path d=\"M%.1f %.1fh22\" stroke=\"%s\" stroke-width=\"2\"%s/>"
+               "\n",
+            lx, ly - 4, color, engine ? " stroke-dasharray=\"8 3\"" : "");
+    svg_text(f, lx + 28, ly, "", "%s", s->name);
+  }
+  fprintf(f, "<path d=\"M%.1f %.1fV%.1fH%.1f\" fill=\"none\" stroke=\""
+             COLOR_INK "\"/>\n",
+          PLOT_X, PLOT_Y, PLOT_Y + PLOT_H, PLOT_X + PLOT_W);
+  svg_close(f, o->path);
+#undef LOG_X
+#undef LOG_Y
+}
+
 /* ---- command line ------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
   fputs("usage: aoi-svg snapshot FILE.svg [flags] [--watcher ID]\n"
         "       aoi-svg chart FILE.svg [flags]\n"
+        "       aoi-svg scaling FILE.svg BENCH.jsonl [--title TEXT]\n"
         "  --scenario NAME  hotspot or uniform (default hotspot)\n"
         "  --entities N     entities, 60% players (default 3000)\n"
         "  --radius R       players' view radius (default 40; map side 1000)\n"
@@ -842,7 +1131,11 @@ static void usage(FILE *out)
         "  --watcher ID     snapshot: the player whose view is drawn (default:\n"
         "                   the one that sees most into other shards)\n"
         "  --cap K          every player's view cap (default 0: none); the\n"
-        "                   snapshot marks the candidates it did not take\n",
+        "                   snapshot marks the candidates it did not take\n"
+        "scaling reads the lines of aoi-bench --json (one scenario, at\n"
+        "several --entities; - for standard input) and draws each\n"
+        "algorithm's and the engine's time per tick against the entities,\n"
+        "log-log.\n",
         out);
 }
 
@@ -865,12 +1158,23 @@ static void parse_options(int argc, char **argv, options *o)
     exit(0);
   }
   if (argc < 3 || (strcmp(argv[1], "snapshot") != 0 &&
-                   strcmp(argv[1], "chart") != 0)) {
+                   strcmp(argv[1], "chart") != 0 &&
+                   strcmp(argv[1], "scaling") != 0)) {
     usage(stderr);
     exit(2);
   }
   o->mode = argv[1];
   o->path = argv[2];
+  o->input = o->title = NULL;
+  int first = 3;
+  if (strcmp(o->mode, "scaling") == 0) {
+    if (argc < 4) {
+      usage(stderr);
+      die("scaling: which aoi-bench --json output?");
+    }
+    o->input = argv[3];
+    first = 4;
+  }
   o->scenario = "hotspot";
   o->entities = 3000;
   o->radius = 40;
@@ -883,13 +1187,19 @@ static void parse_options(int argc, char **argv, options *o)
   const char *env = getenv("AOI_THREADS");
   if (env != NULL && *env != '\0')
     o->threads = (unsigned)parse_unsigned("AOI_THREADS", env, 256);
-  for (int i = 3; i < argc; i += 2) {
+  for (int i = first; i < argc; i += 2) {
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
     if (value == NULL) {
       usage(stderr);
       die("%s: missing value", flag);
     }
-    if (strcmp(flag, "--scenario") == 0)
+    if (o->input != NULL) { /* scaling takes --title alone */
+      if (strcmp(flag, "--title") != 0) {
+        usage(stderr);
+        die("scaling: unknown flag %s", flag);
+      }
+      o->title = value;
+    } else if (strcmp(flag, "--scenario") == 0)
       o->scenario = value;
     else if (strcmp(flag, "--entities") == 0)
       o->entities = (uint32_t)parse_unsigned(flag, value, 1000000);
@@ -920,6 +1230,10 @@ int main(int argc, char **argv)
 {
   options o;
   parse_options(argc, argv, &o);
+  if (o.input != NULL) {
+    scaling(&o);
+    return 0;
+  }
   const scenario *sc = NULL;
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
     if (strcmp(scenarios[i].name, o.scenario) == 0)
