@@ -143,7 +143,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
   if (r->what & AOI__RECORD_REMOVE) {
     if (e->touched != tick)
       depart(s, e);
-    aoi__view_free(&w->allocator, &e->view, aoi__bands(w));
+    aoi__view_recycle(k, &e->view);
     w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
     w->appeal[r->handle] = 0;
     shard_take(s, w->location, loc->slot);

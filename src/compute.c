@@ -359,7 +359,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   }
   if (n > 0 &&
-      aoi__view_reserve(&w->allocator, view, v + n,
+      aoi__view_reserve_k(k, view, v + n,
                         aoi__view_hint(k, block, v + n), bands) != 0) {
     complete = false;
     n = 0;
@@ -522,7 +522,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return 0;
   }
   uint32_t *rec = aoi__reserve_events(k, nh + n);
-  if (rec == NULL || aoi__view_reserve(a, view, v - nl + n, 0, false) != 0 ||
+  if (rec == NULL || aoi__view_reserve_k(k, view, v - nl + n, 0, false) != 0 ||
       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                    sizeof(uint32_t)) != 0) {
     aoi__clear_view_bits(k, view->handles, v);

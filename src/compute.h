@@ -142,6 +142,10 @@ void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
    AOI_ENOMEM (then nothing changed). */
 int aoi__view_reserve(const aoi_allocator *a, aoi__view *view, uint32_t need,
                       uint32_t hint, bool told);
+/* The same for a view of worker k: an empty one first takes a spare block
+   of the worker's (aoi__view_recycle) that holds `need`. */
+int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
+                        uint32_t hint, bool told);
 
 /* The growth hint of a view: room for 2/3 of the entries of the scanned
    block or 1.5x the worker's mean view, but at most 4x what it needs, so

@@ -153,6 +153,12 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
 
 /* view.c: what the other files need of a view. */
 void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
+/* Frees a removed watcher's view, keeping its block as a spare of worker
+   k when there is room (see aoi__worker.spare_views). */
+void aoi__view_recycle(struct aoi__worker *k, aoi__view *view);
+/* Frees worker k's spare view blocks past the first `keep` (all of them,
+   and their list, for 0). */
+void aoi__view_spares_trim(struct aoi__worker *k, uint32_t keep);
 /* The index of `id` in a view, or view->count when it holds no such id. */
 uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
                         uint64_t id);

@@ -367,7 +367,7 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
        aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
                     sizeof(uint32_t)) != 0 ||
-       aoi__view_reserve(a, view, v + ne, aoi__view_hint(k, block, v + ne),
+       aoi__view_reserve_k(k, view, v + ne, aoi__view_hint(k, block, v + ne),
                          told) != 0)) {
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;

@@ -88,6 +88,50 @@ uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
 /* Room for `need` entries (and their told positions, with `told`); a
    growth takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing
    changed). */
+void aoi__view_recycle(aoi__worker *k, aoi__view *view)
+{
+  aoi_world *w = k->world;
+  if (view->capacity > 0 && view->capacity <= AOI__SPARE_VIEW_MAX &&
+      k->spare_view_count < k->spare_view_limit &&
+      aoi__reserve(&w->allocator, (void **)&k->spare_views,
+                   &k->spare_view_capacity, k->spare_view_count + 1,
+                   sizeof(aoi__view)) == 0) {
+    aoi__view *spare = &k->spare_views[k->spare_view_count++];
+    *spare = *view;
+    spare->count = 0;
+    memset(view, 0, sizeof(*view));
+    return;
+  }
+  aoi__view_free(&w->allocator, view, aoi__bands(w));
+}
+
+void aoi__view_spares_trim(aoi__worker *k, uint32_t keep)
+{
+  while (k->spare_view_count > keep)
+    aoi__view_free(&k->world->allocator,
+                   &k->spare_views[--k->spare_view_count],
+                   aoi__bands(k->world));
+  if (keep == 0) {
+    aoi__free(&k->world->allocator, k->spare_views,
+              sizeof(aoi__view) * k->spare_view_capacity);
+    k->spare_views = NULL;
+    k->spare_view_capacity = 0;
+  }
+}
+
+int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
+                        uint32_t hint, bool told)
+{
+  if (need > view->capacity && view->capacity == 0)
+    for (uint32_t i = k->spare_view_count; i-- > 0;)
+      if (k->spare_views[i].capacity >= need) {
+        *view = k->spare_views[i];
+        k->spare_views[i] = k->spare_views[--k->spare_view_count];
+        return 0;
+      }
+  return aoi__view_reserve(&k->world->allocator, view, need, hint, told);
+}
+
 int aoi__view_reserve(const aoi_allocator *a, aoi__view *view,
                       uint32_t need, uint32_t hint, bool told)
 {

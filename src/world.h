@@ -37,6 +37,10 @@
 #include "ring.h"
 #include "sync.h"
 
+/* A spare view block is kept up to this many entries (see
+   aoi__worker.spare_views). */
+#define AOI__SPARE_VIEW_MAX 1024u
+
 /* A grid cell's side, as a share of the usual watcher reach. */
 #ifndef AOI__CELL_PER_REACH
 #define AOI__CELL_PER_REACH 0.5
@@ -344,6 +348,13 @@ typedef struct aoi__worker {
      in it, to find its told position from a grid hit. */
   uint32_t *told_at;
   uint32_t told_at_capacity;
+  /* The view blocks of watchers this worker removed, for the watchers it
+     will add (aoi__view_recycle, aoi__view_reserve_k): a churning crowd
+     then stops calling the allocator. At most spare_view_limit (set each
+     tick from the entities of its shards), each of at most
+     AOI__SPARE_VIEW_MAX entries, so what it keeps follows the world. */
+  aoi__view *spare_views;
+  uint32_t spare_view_count, spare_view_capacity, spare_view_limit;
   /* ... and the positions its kept markers are told this tick, applied
      once its events are stored: 3 words each (place, x, y) */
   uint32_t *tells;
