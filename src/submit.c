@@ -352,6 +352,17 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
   return 0;
 }
 
+/* Keeps *high at or above every live value as one goes from `was` to
+   `now`: it grows at once; when the largest one shrinks, *dirty asks the
+   next tick to find the largest again. */
+static void track_high(float *high, bool *dirty, float was, float now)
+{
+  if (now > *high)
+    *high = now;
+  else if (was == *high && now < was)
+    *dirty = true;
+}
+
 int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
 {
   if (w == NULL)
@@ -365,10 +376,7 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
   aoi__host_entity *e = &w->host[h];
   if (e->flags & AOI_WATCHER) {
     w->radius_sum += (double)radius - (double)e->radius;
-    if (radius > w->radius_high)
-      w->radius_high = radius;
-    else if (e->radius == w->radius_high && radius < e->radius)
-      w->radius_high_dirty = true;
+    track_high(&w->radius_high, &w->radius_high_dirty, e->radius, radius);
   }
   e->radius = radius;
   aoi__record *r = record_of(w, h, shard);
@@ -405,10 +413,7 @@ int aoi_set_appeal(aoi_world *w, uint64_t id, float appeal)
   if (rc != 0)
     return rc;
   aoi__host_entity *e = &w->host[h];
-  if (appeal > w->appeal_high)
-    w->appeal_high = appeal;
-  else if (e->appeal == w->appeal_high && appeal < e->appeal)
-    w->appeal_high_dirty = true;
+  track_high(&w->appeal_high, &w->appeal_high_dirty, e->appeal, appeal);
   e->appeal = appeal;
   aoi__record *r = record_of(w, h, shard);
   r->what |= AOI__RECORD_APPEAL;
