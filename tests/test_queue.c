@@ -1,5 +1,5 @@
 /*
- * test_queue.c: the op queues (host.c) under floods of calls, and ticks
+ * test_queue.c: the op queues (submit.c) under floods of calls, and ticks
  * with nothing to do.
  *
  * Operations on one entity between two ticks fold into one record, so the
