@@ -19,37 +19,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "old_hash.h"
+
 static uint64_t now_ns(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static uint64_t unshift(uint64_t y, unsigned s) /* inverts y ^= y >> s */
-{
-  uint64_t x = y;
-  for (unsigned done = s; done < 64; done += s)
-    x = y ^ (x >> s);
-  return x;
-}
-
-static uint64_t inverse(uint64_t a) /* of an odd a, mod 2^64 (Newton) */
-{
-  uint64_t x = a;
-  for (int i = 0; i < 5; i++)
-    x *= 2 - a * x;
-  return x;
-}
-
-/* The id whose former hash is h. */
-static uint64_t old_preimage(uint64_t h)
-{
-  h = unshift(h, 31);
-  h *= inverse(0x94d049bb133111ebull);
-  h = unshift(h, 27);
-  h *= inverse(0xbf58476d1ce4e5b9ull);
-  return unshift(h, 30);
 }
 
 typedef struct result {

@@ -17,8 +17,9 @@
  *    the grid, that the view does not hold.
  *  - compute_changes: any other watcher only looks at the changed markers
  *    and departures within its reach.
- *  - aoi__compute_policy (policy.c): a watcher under an interest policy
- *    (a cap, move bands, a marker seen by its appeal).
+ *  - compute_policy: compute_whole's scan for a watcher that sees some
+ *    marker by its appeal (now or at the last tick) or is told by move
+ *    bands; aoi__compute_capped (policy.c) for a capped one.
  *  - compute_marks: a watcher whose shard has no usable grid (it missed a
  *    ghost or could not index) takes its leaves and moves from the marks.
  *
@@ -240,7 +241,7 @@ static inline void meet_member(aoi__worker *k, const aoi__entity *e,
    event (a resync next tick); when only its enters cannot be stored, they
    wait for the next tick (and the worker reports AOI_ENOMEM).
 
-   With `policy` (a constant: compute_whole and compute_appeals are two
+   With `policy` (a constant: compute_whole and compute_policy are two
    copies), it also takes the markers that reach it by their appeal
    (`appeals`, from aoi__find_appeals) and leaves those to the list in its
    own scan, and with move bands tells each kept marker as its band allows.
@@ -359,8 +360,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   }
   if (n > 0 &&
-      aoi__view_reserve_k(k, view, v + n,
-                        aoi__view_hint(k, block, v + n), bands) != 0) {
+      aoi__view_reserve_k(k, view, v + n, aoi__view_hint(k, block, v + n),
+                          bands) != 0) {
     complete = false;
     n = 0;
   }
@@ -435,9 +436,9 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
 
 /* A watcher that sees some marker by its appeal, or under move bands,
    without a cap. */
-static int compute_appeals(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                           const uint32_t *appeals, uint32_t nappeals,
-                           bool any_appeal, uint64_t tick)
+static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                          const uint32_t *appeals, uint32_t nappeals,
+                          bool any_appeal, uint64_t tick)
 {
   return scan_whole(k, e, g, appeals, nappeals, any_appeal, tick, true);
 }
@@ -522,7 +523,8 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return 0;
   }
   uint32_t *rec = aoi__reserve_events(k, nh + n);
-  if (rec == NULL || aoi__view_reserve_k(k, view, v - nl + n, 0, false) != 0 ||
+  if (rec == NULL ||
+      aoi__view_reserve_k(k, view, v - nl + n, 0, false) != 0 ||
       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                    sizeof(uint32_t)) != 0) {
     aoi__clear_view_bits(k, view->handles, v);
@@ -555,15 +557,16 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   return 0;
 }
 
-/* A watcher whose record cannot be stored keeps its view and is resynced
-   by its next compute; one whose enters wait is scanned whole next tick. */
-/* `dirty` is the number of changed markers and departures within its
+/* Computes one watcher by the path that fits it: compute_marks without a
+   grid; aoi__compute_capped for a capped one; compute_policy for one that
+   sees a marker by its appeal (now or at the last tick) or is told by move
+   bands; else compute_whole or compute_changes, which no policy touches.
+   `dirty` is the number of changed markers and departures within its
    reach, or UINT32_MAX for a watcher that changed or missed a tick (the
-   grid's flags say so). Where most of what it sees changed (a spectator
-   over a walking crowd), one scan is cheaper than a probe per change. */
-/* A watcher under a policy (a cap, move bands, a marker seen by its
-   appeal now or at the last tick) is computed by aoi__compute_policy; the
-   others by the plain paths, which the policies then cannot affect. */
+   grid's flags say so): where most of what it sees changed (a spectator
+   over a walking crowd), one scan is cheaper than a probe per change. A
+   watcher whose record cannot be stored keeps its view and is resynced by
+   its next compute; one whose enters wait is scanned whole next tick. */
 static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             const aoi__grid *fine, uint32_t dirty,
                             uint32_t slot, bool appeals, uint64_t tick)
@@ -578,10 +581,10 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (g == NULL)
     rc = compute_marks(k, e, tick);
   else if (e->cap > 0)
-    rc = aoi__compute_policy(k, e, g, fine, listed, nlisted, appeals, tick);
+    rc = aoi__compute_capped(k, e, g, fine, listed, nlisted, appeals, tick);
   else if (nlisted > 0 || (e->stale & AOI__STALE_POLICY) ||
            aoi__bands(k->world))
-    rc = compute_appeals(k, e, g, listed, nlisted, appeals, tick);
+    rc = compute_policy(k, e, g, listed, nlisted, appeals, tick);
   else if (dirty > e->view.count / 2 + 16)
     rc = compute_whole(k, e, g, tick);
   else

@@ -254,9 +254,9 @@ static inline int aoi__tell_move(const aoi_world *w, const aoi__entity *a,
    it from beyond its radius (worker->appeal, appeal_start). 0 or
    AOI_ENOMEM. */
 int aoi__find_appeals(aoi__worker *k, aoi__shard *s);
-/* Computes a watcher under the interest policies, from scratch. Events and
+/* Computes a capped watcher from scratch (its cap nearest). Events and
    failures as compute_whole (compute.c). */
-int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick);
 

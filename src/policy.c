@@ -6,20 +6,28 @@
  * compute.c for the watchers under a policy; every other watcher takes the
  * plain paths there, which the policies cannot affect.
  *
- * A policy watcher is computed from scratch (aoi__compute_policy): its
- * picks are the markers it could see (gather_reach, or gather_nearest for a
- * capped one, which searches a fine grid ring by ring), each with a key
- * (its distance, less the hysteresis for one its view holds); under a cap
- * the cap first picks are kept (select_nearest, with ids breaking ties, so
- * the choice is deterministic); what the view held and no pick names
- * leaves, and the rest enter. aoi__find_appeals lists, per watcher, the
- * markers whose appeal reaches it from beyond its radius.
+ * A capped watcher is computed from scratch (aoi__compute_capped): its
+ * picks are the markers it could see, found ring by ring in a fine grid
+ * (gather_nearest), each with a key (its distance, less the hysteresis for
+ * one its view holds); the cap first picks are kept (select_nearest, with
+ * ids breaking ties, so the choice is deterministic); what the view held
+ * and no pick names leaves, and the rest enter. The other policy watchers
+ * (appeals, move bands) take compute.c's whole scan. aoi__find_appeals
+ * lists, per watcher, the markers whose appeal reaches it from beyond its
+ * radius.
  */
 #include "compute.h"
 
 static inline bool pick_before(const aoi__pick *a, const aoi__pick *b)
 {
   return a->key < b->key || (a->key == b->key && a->id < b->id);
+}
+
+static inline void swap_picks(aoi__pick *p, uint32_t i, uint32_t j)
+{
+  aoi__pick t = p[i];
+  p[i] = p[j];
+  p[j] = t;
 }
 
 /* Puts the k picks that come first (smallest key, then smallest id) in
@@ -32,22 +40,17 @@ static void select_nearest(aoi__pick *p, uint32_t n, uint32_t k)
   while (hi - lo > 1) {
     /* median of three as the pivot, moved to the end */
     uint32_t mid = lo + (hi - lo) / 2, last = hi - 1;
-    if (pick_before(&p[mid], &p[lo])) {
-      aoi__pick t = p[mid]; p[mid] = p[lo]; p[lo] = t;
-    }
-    if (pick_before(&p[last], &p[lo])) {
-      aoi__pick t = p[last]; p[last] = p[lo]; p[lo] = t;
-    }
-    if (pick_before(&p[mid], &p[last])) {
-      aoi__pick t = p[mid]; p[mid] = p[last]; p[last] = t;
-    }
+    if (pick_before(&p[mid], &p[lo]))
+      swap_picks(p, mid, lo);
+    if (pick_before(&p[last], &p[lo]))
+      swap_picks(p, last, lo);
+    if (pick_before(&p[mid], &p[last]))
+      swap_picks(p, mid, last);
     aoi__pick pivot = p[last];
     uint32_t store = lo;
     for (uint32_t i = lo; i < last; i++)
-      if (pick_before(&p[i], &pivot)) {
-        aoi__pick t = p[i]; p[i] = p[store]; p[store] = t;
-        store++;
-      }
+      if (pick_before(&p[i], &pivot))
+        swap_picks(p, i, store++);
     p[last] = p[store];
     p[store] = pivot;
     /* p[lo .. store) come before the pivot, p[store + 1 .. hi) after */
@@ -128,8 +131,9 @@ int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
   return 0;
 }
 
-/* Adds marker h (id, at x, y) to watcher e's picks if e could see it:
-   `base` is max(e's radius, its appeal). False when out of memory. */
+/* Adds marker h (id, at x, y) to capped watcher e's picks, with its key,
+   if e could see it: `base` is max(e's radius, its appeal). False when out
+   of memory. */
 static bool add_pick_at(aoi__worker *k, const aoi__entity *e, uint32_t h,
                         uint64_t id, float x, float y, double base,
                         uint32_t how, uint32_t *n)
@@ -147,13 +151,10 @@ static bool add_pick_at(aoi__worker *k, const aoi__entity *e, uint32_t h,
   p->id = id;
   p->handle = h;
   p->how = how;
-  p->key = 0;
-  if (e->cap > 0) {
-    double dx = (double)x - (double)e->x, dy = (double)y - (double)e->y;
-    p->key = sqrt(dx * dx + dy * dy);
-    if (how & AOI__PICK_MEMBER)
-      p->key -= hysteresis;
-  }
+  double dx = (double)x - (double)e->x, dy = (double)y - (double)e->y;
+  p->key = sqrt(dx * dx + dy * dy);
+  if (how & AOI__PICK_MEMBER)
+    p->key -= hysteresis;
   return true;
 }
 
@@ -178,36 +179,6 @@ static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
            w->appeal[g->handle[i]] > e->radius);
 }
 
-/* The picks of a watcher: every marker it could see, from a scan of its
-   reach and its appeal list. `block` counts the entries scanned. */
-static bool gather_reach(aoi__worker *k, const aoi__entity *e,
-                         const aoi__grid *g, const uint32_t *appeals,
-                         uint32_t nappeals, bool any_appeal, uint32_t *n,
-                         uint32_t *block)
-{
-  aoi_world *w = k->world;
-  double radius = e->radius, box[4];
-  uint32_t r[4];
-  aoi__reach_box(&w->shape, e->x, e->y, radius + w->config.hysteresis, box);
-  aoi__grid_range(g, box, r);
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
-    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
-    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
-    *block += end - begin;
-    for (uint32_t i = begin; i < end; i++)
-      if (own_marker(w, e, g, i, any_appeal) &&
-          !add_pick(k, e, g, i, radius, 0, n))
-        return false;
-  }
-  for (uint32_t j = 0; j < nappeals; j++) {
-    uint32_t i = appeals[j];
-    if ((g->layers[i] & e->interest) != 0 &&
-        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
-      return false;
-  }
-  return true;
-}
-
 /* Keeps the cap nearest picks of n, if there are more: the others can
    never be among the nearest, however many more come. */
 static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
@@ -218,7 +189,7 @@ static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
   return cap;
 }
 
-/* The markers of one cell of the fine grid that watcher e's own radius
+/* The markers of one cell of the grid that watcher e's own radius
    finds, and that its view does not hold, as picks. */
 static bool pick_cell(aoi__worker *k, const aoi__entity *e,
                       const aoi__grid *fine, uint32_t cell, bool any_appeal,
@@ -236,7 +207,8 @@ static bool pick_cell(aoi__worker *k, const aoi__entity *e,
 }
 
 /* The picks of a capped watcher, nearest first: the members it held
-   (from the marks), its appeal list, then the fine grid's cells in rings
+   (from the marks), its appeal list (entries of g), then the cells of
+   `fine` (the fine grid, or g where that could not be built) in rings
    around it, until the cap-th nearest so far is nearer than anything the
    next ring can hold, or its radius is passed. A crowd then costs each
    capped watcher about the cells that hold its cap nearest, not its whole
@@ -257,7 +229,7 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
     if ((m->layers & e->interest) != 0 &&
         !add_pick_at(k, e, h, w->idof[h], m->x, m->y,
                      appeal > radius ? appeal : radius,
-                     appeal > e->radius ? AOI__PICK_APPEAL : 0, n))
+                     appeal > radius ? AOI__PICK_APPEAL : 0, n))
       return false;
   }
   for (uint32_t j = 0; j < nappeals; j++) {
@@ -317,12 +289,12 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
   }
 }
 
-/* Computes a watcher under the interest policies, from scratch: the
-   markers within its own reach (but those whose appeal is larger, which
-   aoi__find_appeals listed), the markers that reach it by their appeal, then,
-   under a cap, the nearest of them, and with move bands, the moves its
-   bands allow this tick. Events and failures as compute_whole. */
-int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+/* Computes a capped watcher from scratch: of the markers within its own
+   reach (but those whose appeal is larger, which aoi__find_appeals listed)
+   and those that reach it by their appeal, the cap nearest; with move
+   bands, the moves its bands allow this tick. Events and failures as
+   compute_whole. */
+int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick)
 {
@@ -334,17 +306,13 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   for (uint32_t i = 0; i < v; i++)
     aoi__set_member(k, view->handles[i]);
   uint32_t n = 0, block = 0;
-  bool complete = e->cap > 0 && fine != NULL
-                      ? gather_nearest(k, e, g, fine, appeals, nappeals,
-                                       any_appeal, &n, &block)
-                      : gather_reach(k, e, g, appeals, nappeals, any_appeal,
-                                     &n, &block);
-  if (!complete) { /* keep the view; a resync next tick */
+  if (!gather_nearest(k, e, g, fine != NULL ? fine : g, appeals, nappeals,
+                      any_appeal, &n, &block)) {
+    /* keep the view; a resync next tick */
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
   }
-  if (e->cap > 0)
-    n = keep_nearest(k, n, e->cap);
+  n = keep_nearest(k, n, e->cap);
   /* The picks that the view held stay: their bit goes. The others enter. */
   uint32_t ne = 0;
   bool far = false;
@@ -367,8 +335,8 @@ int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
        aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
                     sizeof(uint32_t)) != 0 ||
-       aoi__view_reserve_k(k, view, v + ne, aoi__view_hint(k, block, v + ne),
-                         told) != 0)) {
+       aoi__view_reserve_k(k, view, v + ne,
+                           aoi__view_hint(k, block, v + ne), told) != 0)) {
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
   }

@@ -13,6 +13,8 @@
 
 #include "internal.h"
 
+#include "../bench/old_hash.h"
+
 static void *t_alloc(void *u, size_t n) { (void)u; return malloc(n); }
 static void *t_realloc(void *u, void *p, size_t o, size_t n) { (void)u; (void)o; return realloc(p, n); }
 static void t_free(void *u, void *p, size_t n) { (void)u; (void)n; free(p); }
@@ -129,42 +131,6 @@ static void maps_have_their_own_keys(void **state)
   assert_int_equal(aoi__idmap_get(&a, 1), AOI__NONE);
   assert_true(aoi__idmap_valid(&a));
   aoi__idmap_free(&A, &b);
-}
-
-/* The former hash (splitmix64's finaliser, unkeyed) and its inverse. */
-static uint64_t unshift(uint64_t y, unsigned s) /* inverts y ^= y >> s */
-{
-  uint64_t x = y;
-  for (unsigned done = s; done < 64; done += s)
-    x = y ^ (x >> s);
-  return x;
-}
-
-static uint64_t inverse(uint64_t a) /* of an odd a, mod 2^64 (Newton) */
-{
-  uint64_t x = a;
-  for (int i = 0; i < 5; i++)
-    x *= 2 - a * x;
-  return x;
-}
-
-static uint64_t old_hash(uint64_t id)
-{
-  id ^= id >> 30;
-  id *= 0xbf58476d1ce4e5b9ull;
-  id ^= id >> 27;
-  id *= 0x94d049bb133111ebull;
-  id ^= id >> 31;
-  return id;
-}
-
-static uint64_t old_preimage(uint64_t h)
-{
-  h = unshift(h, 31);
-  h *= inverse(0x94d049bb133111ebull);
-  h = unshift(h, 27);
-  h *= inverse(0xbf58476d1ce4e5b9ull);
-  return unshift(h, 30);
 }
 
 static void ids_built_to_collide_do_not(void **state)
