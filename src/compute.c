@@ -3,8 +3,9 @@
  * view of every watcher, and its events.
  *
  * The shard indexes its owned entities, ghosts and departures in a uniform
- * grid (the markers that changed this tick first in each cell, departures
- * apart; index_shard). Then its work list: the watchers that changed or
+ * grid, read in place (the markers that changed this tick first in each
+ * cell, departures apart, and only when some watcher may need them;
+ * index_shard). Then its work list: the watchers that changed or
  * whose view is stale, and those with a changed marker or a departure
  * within their reach; any other watcher is skipped without reading its
  * view. Each listed watcher is computed by one of four paths
@@ -29,22 +30,21 @@
  */
 #include "compute.h"
 
-static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
-                       uint64_t tick)
+/* What the grid indexes of a shard: its owned entities, then its ghosts,
+   read in place (shard_entry). */
+typedef struct shard_source {
+  const aoi__shard *s;
+  const aoi__mark *mark;
+  uint64_t tick;
+} shard_source;
+
+static inline __attribute__((always_inline)) void
+shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
 {
-  const aoi_allocator *a = &k->world->allocator;
-  const aoi__mark *mark = k->world->mark;
-  uint32_t moved = (uint32_t)tick;
-  uint32_t n = s->count + s->ghost_count;
-  int rc = aoi__reserve(a, (void **)&s->items, &s->items_capacity, n + 1,
-                        sizeof(aoi__grid_item));
-  if (rc != 0)
-    return rc;
-  s->capped = 0;
-  for (uint32_t i = 0; i < s->count; i++) {
+  const shard_source *src = source;
+  const aoi__shard *s = src->s;
+  if (i < s->count) {
     const aoi__entity *e = &s->entities[i];
-    s->capped += e->cap > 0 && (e->flags & AOI_WATCHER);
-    aoi__grid_item *it = &s->items[i];
     it->x = e->x;
     it->y = e->y;
     it->id = e->id;
@@ -52,41 +52,75 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     it->layers = e->layers;
     it->slot = i;
     it->radius = e->radius;
-    it->info = AOI__ENTRY_OWNED;
+    uint32_t info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
-      it->info |= AOI__ENTRY_MARKER;
+      info |= AOI__ENTRY_MARKER;
       if (e->appeal > 0)
-        it->info |= AOI__ENTRY_APPEAL;
-      if (e->touched == tick && mark[e->handle].moved == moved)
-        it->info |= AOI__ENTRY_MOVED;
+        info |= AOI__ENTRY_APPEAL;
+      if (e->touched == src->tick &&
+          src->mark[e->handle].moved == (uint32_t)src->tick)
+        info |= AOI__ENTRY_MOVED;
     }
     if (e->flags & AOI_WATCHER)
-      it->info |= AOI__ENTRY_WATCHER;
-    if (e->changed == tick)
-      it->info |= AOI__ENTRY_CHANGED;
+      info |= AOI__ENTRY_WATCHER;
+    if (e->changed == src->tick)
+      info |= AOI__ENTRY_CHANGED;
     if (e->stale)
-      it->info |= AOI__ENTRY_STALE;
+      info |= AOI__ENTRY_STALE;
+    it->info = info;
+    return;
   }
-  for (uint32_t i = 0; i < s->ghost_count; i++) {
-    const aoi__ghost *g = &s->ghosts[i];
-    aoi__grid_item *it = &s->items[s->count + i];
-    it->x = g->x;
-    it->y = g->y;
-    it->id = g->id;
-    it->handle = g->handle;
-    it->layers = g->layers;
-    it->slot = AOI__NONE;
-    it->radius = 0;
-    it->info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
-               : (g->kind & AOI__GHOST_CHANGED)
-                   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
-                   : AOI__ENTRY_MARKER;
-    if (g->kind & AOI__GHOST_MOVED)
-      it->info |= AOI__ENTRY_MOVED;
-    if (g->kind & AOI__GHOST_APPEAL)
-      it->info |= AOI__ENTRY_APPEAL;
+  const aoi__ghost *g = &s->ghosts[i - s->count];
+  it->x = g->x;
+  it->y = g->y;
+  it->id = g->id;
+  it->handle = g->handle;
+  it->layers = g->layers;
+  it->slot = AOI__NONE;
+  it->radius = 0;
+  uint32_t info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
+                  : (g->kind & AOI__GHOST_CHANGED)
+                      ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
+                      : AOI__ENTRY_MARKER;
+  if (g->kind & AOI__GHOST_MOVED)
+    info |= AOI__ENTRY_MOVED;
+  if (g->kind & AOI__GHOST_APPEAL)
+    info |= AOI__ENTRY_APPEAL;
+  it->info = info;
+}
+
+/* Indexes the shard's entities and ghosts in its grid. Departures serve
+   only the watchers that compute_changes may take (unchanged, and not
+   stale); when the shard owns none, they are dropped from its ghosts
+   first, which halves an all-walking shard's grid. */
+static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
+                       uint64_t tick)
+{
+  uint32_t unchanged = 0;
+  s->capped = 0;
+  for (uint32_t i = 0; i < s->count; i++) {
+    const aoi__entity *e = &s->entities[i];
+    if (!(e->flags & AOI_WATCHER))
+      continue;
+    s->capped += e->cap > 0;
+    unchanged += e->changed != tick && !e->stale;
   }
-  return aoi__grid_build(a, &s->grid, s->items, n, cell_size);
+  uint32_t ghosts = s->ghost_count;
+  if (unchanged == 0 && s->ghost_markers < ghosts) {
+    /* the markers first, in their order; the rest stay departures (the
+       count is kept: what arrived sizes the ghost array) */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < ghosts; i++)
+      if (!(s->ghosts[i].kind & AOI__GHOST_DEPARTED))
+        s->ghosts[kept++] = s->ghosts[i];
+    for (uint32_t i = kept; i < ghosts; i++)
+      s->ghosts[i].kind = AOI__GHOST_DEPARTED;
+    ghosts = kept;
+  }
+  shard_source src = {s, k->world->mark, tick};
+  uint32_t n = s->count + ghosts;
+  return aoi__grid_build_from(&k->world->allocator, &s->grid, n, cell_size,
+                              aoi__grid_limit(n), shard_entry, &src);
 }
 
 /* Two bits per handle, in two bitsets, all clear between watchers: held by
@@ -634,9 +668,13 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
   if (s->capped == 0) {
     if (s->fine.capacity > 0)
       aoi__grid_free(&k->world->allocator, &s->fine);
-  } else if (aoi__grid_build_dense(&k->world->allocator, &s->fine, s->items,
-                                   s->count + s->ghost_count, 3) == 0) {
-    fine = &s->fine;
+  } else {
+    shard_source src = {s, k->world->mark, cmd->tick};
+    uint32_t n = s->grid.count; /* what the main grid indexes */
+    if (aoi__grid_build_from(&k->world->allocator, &s->fine, n, 1e-30,
+                             aoi__grid_dense_limit(n, 3), shard_entry,
+                             &src) == 0)
+      fine = &s->fine;
   } /* else: they scan their reach */
   if ((rc = reserve_members(k)) != 0 ||
       (aoi__bands(k->world) &&

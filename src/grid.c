@@ -194,7 +194,7 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
     return rc;
   if (count <= grid->capacity)
     return 0;
-  uint32_t capacity = count + count / 2 + 16;
+  uint32_t capacity = count + count / 8 + 16;
   aoi__grid bigger = {0};
   bigger.x = aoi__alloc(a, sizeof(float) * capacity);
   bigger.y = aoi__alloc(a, sizeof(float) * capacity);
@@ -222,28 +222,6 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   aoi__grid_free(a, grid);
   *grid = bigger;
   return 0;
-}
-
-static inline uint32_t cell_axis(double v, double origin, double inverse,
-                                 uint32_t n)
-{
-  double c = floor((v - origin) * inverse);
-  if (!(c > 0))
-    return 0;
-  if (c >= (double)(n - 1))
-    return n - 1;
-  return (uint32_t)c;
-}
-
-/* Where an entry sorts: its slot in start[]. */
-static uint32_t grid_key(uint32_t info, uint32_t cell, uint32_t cells)
-{
-  if (info & AOI__ENTRY_DEPARTED)
-    return AOI__GRID_CLASSES * cells + cell;
-  uint32_t class = !(info & AOI__ENTRY_MARKER)  ? 2
-                   : (info & AOI__ENTRY_CHANGED) ? 0
-                                                 : 1;
-  return AOI__GRID_CLASSES * cell + class;
 }
 
 /* The k-th smallest of v[0..n) (v is reordered). */
@@ -278,20 +256,12 @@ static double select_kth(double *v, uint32_t n, uint32_t k)
   return v[k];
 }
 
-/* Narrows [*lo, *hi] on one axis to where the bulk of the items lie: the
-   1st to 99th percentile of a sample, widened by half its span. Items
-   outside are clamped into the edge cells, so one far entity (a GM parked
-   at the end of the float range) does not stretch every cell. */
-static void bulk_range(const aoi__grid_item *items, uint32_t count, int axis,
-                       double *lo, double *hi)
+/* Narrows [*lo, *hi] on one axis to where the bulk of the entries lie: the
+   1st to 99th percentile of a sample v[0..n), widened by half its span.
+   Entries outside are clamped into the edge cells, so one far entity (a GM
+   parked at the end of the float range) does not stretch every cell. */
+static void bulk_range(double *v, uint32_t n, double *lo, double *hi)
 {
-  enum { SAMPLE = 512 };
-  double v[SAMPLE];
-  uint32_t n = count < SAMPLE ? count : SAMPLE;
-  for (uint32_t i = 0; i < n; i++) {
-    const aoi__grid_item *it = &items[(uint64_t)i * count / n];
-    v[i] = axis == 0 ? it->x : it->y;
-  }
   double a = select_kth(v, n, n / 100);
   double b = select_kth(v, n, n - 1 - n / 100);
   double pad = (b - a) / 2;
@@ -301,48 +271,19 @@ static void bulk_range(const aoi__grid_item *items, uint32_t count, int axis,
     *hi = b + pad;
 }
 
-/* Builds with cells of side about cell_size, but at most `limit` cells
-   over the bulk of the items. */
-static int grid_build(const aoi_allocator *a, aoi__grid *grid,
-                      const aoi__grid_item *items, uint32_t count,
-                      double cell_size, double limit);
-
-int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
-                    const aoi__grid_item *items, uint32_t count,
-                    double cell_size)
+int aoi__grid_plan(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
+                   const double box[4], double *sx, double *sy,
+                   uint32_t samples, double cell_size, double limit)
 {
-  return grid_build(a, grid, items, count, cell_size, 2.0 * count + 64);
-}
-
-int aoi__grid_build_dense(const aoi_allocator *a, aoi__grid *grid,
-                          const aoi__grid_item *items, uint32_t count,
-                          double per_cell)
-{
-  return grid_build(a, grid, items, count, 1e-30,
-                    (double)count / per_cell + 16);
-}
-
-static int grid_build(const aoi_allocator *a, aoi__grid *grid,
-                      const aoi__grid_item *items, uint32_t count,
-                      double cell_size, double limit)
-{
-  double min_x = INFINITY, min_y = INFINITY;
-  double max_x = -INFINITY, max_y = -INFINITY;
-  for (uint32_t i = 0; i < count; i++) {
-    double x = items[i].x, y = items[i].y;
-    min_x = x < min_x ? x : min_x;
-    max_x = x > max_x ? x : max_x;
-    min_y = y < min_y ? y : min_y;
-    max_y = y > max_y ? y : max_y;
-  }
+  double min_x = box[0], min_y = box[1], max_x = box[2], max_y = box[3];
   if (count == 0)
     min_x = min_y = max_x = max_y = 0;
   double size = cell_size > 0 && isfinite(cell_size) ? cell_size : 1;
   double wx = floor((max_x - min_x) / size) + 1;
   double wy = floor((max_y - min_y) / size) + 1;
-  if (wx * wy > limit && count >= 16) {
-    bulk_range(items, count, 0, &min_x, &max_x);
-    bulk_range(items, count, 1, &min_y, &max_y);
+  if (wx * wy > limit && count >= 16 && samples > 0) {
+    bulk_range(sx, samples, &min_x, &max_x);
+    bulk_range(sy, samples, &min_y, &max_y);
   }
   for (;;) {
     wx = floor((max_x - min_x) / size) + 1;
@@ -352,7 +293,6 @@ static int grid_build(const aoi_allocator *a, aoi__grid *grid,
     size *= sqrt(wx * wy / limit) * 1.01 + 1e-9;
   }
   uint32_t width = (uint32_t)wx, height = (uint32_t)wy;
-  uint32_t cells = width * height;
   int rc = grid_reserve(a, grid, count, width, height);
   if (rc != 0)
     return rc;
@@ -362,32 +302,25 @@ static int grid_build(const aoi_allocator *a, aoi__grid *grid,
   grid->width = width;
   grid->height = height;
   grid->count = count;
-  /* Counting sort by (cell, class), departures after every cell. */
-  uint32_t slots = (AOI__GRID_CLASSES + 1) * cells;
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * width * height;
+  memset(grid->start, 0, sizeof(uint32_t) * (slots + 1));
+  return 0;
+}
+
+void aoi__grid_sum(aoi__grid *grid)
+{
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * grid->width * grid->height;
   uint32_t *start = grid->start;
-  memset(start, 0, sizeof(uint32_t) * (slots + 1));
-  for (uint32_t i = 0; i < count; i++) {
-    uint32_t cx = cell_axis(items[i].x, min_x, grid->inverse, width);
-    uint32_t cy = cell_axis(items[i].y, min_y, grid->inverse, height);
-    uint32_t key = grid_key(items[i].info, cy * width + cx, cells);
-    grid->cell[i] = key;
-    start[key + 1]++;
-  }
   for (uint32_t k = 0; k < slots; k++)
     start[k + 1] += start[k];
-  /* start[k] serves as the running cursor, then the cursors shift back. */
-  for (uint32_t i = 0; i < count; i++) {
-    uint32_t at = start[grid->cell[i]]++;
-    const aoi__grid_item *it = &items[i];
-    grid->x[at] = it->x;
-    grid->y[at] = it->y;
-    grid->id[at] = it->id;
-    grid->handle[at] = it->handle;
-    grid->layers[at] = it->layers;
-    grid->info[at] = it->info;
-    grid->slot[at] = it->slot;
-    grid->radius[at] = it->radius;
-  }
+}
+
+void aoi__grid_finish(aoi__grid *grid)
+{
+  uint32_t width = grid->width, height = grid->height;
+  uint32_t cells = width * height;
+  uint32_t slots = (AOI__GRID_CLASSES + 1) * cells;
+  uint32_t *start = grid->start;
   for (uint32_t k = slots; k > 0; k--)
     start[k] = start[k - 1];
   start[0] = 0;
@@ -403,16 +336,29 @@ static int grid_build(const aoi_allocator *a, aoi__grid *grid,
       dirty[(cy + 1) * stride + cx + 1] = dirty[cy * stride + cx + 1] + row;
     }
   }
-  return 0;
+}
+
+static inline __attribute__((always_inline)) void
+read_item(const void *source, uint32_t i, aoi__grid_item *item)
+{
+  *item = ((const aoi__grid_item *)source)[i];
+}
+
+int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
+                    const aoi__grid_item *items, uint32_t count,
+                    double cell_size)
+{
+  return aoi__grid_build_from(a, grid, count, cell_size,
+                              aoi__grid_limit(count), read_item, items);
 }
 
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4])
 {
-  range[0] = cell_axis(box[0], grid->x0, grid->inverse, grid->width);
-  range[1] = cell_axis(box[1], grid->y0, grid->inverse, grid->height);
-  range[2] = cell_axis(box[2], grid->x0, grid->inverse, grid->width);
-  range[3] = cell_axis(box[3], grid->y0, grid->inverse, grid->height);
+  range[0] = aoi__grid_axis(box[0], grid->x0, grid->inverse, grid->width);
+  range[1] = aoi__grid_axis(box[1], grid->y0, grid->inverse, grid->height);
+  range[2] = aoi__grid_axis(box[2], grid->x0, grid->inverse, grid->width);
+  range[3] = aoi__grid_axis(box[3], grid->y0, grid->inverse, grid->height);
 }
 
 bool aoi__grid_valid(const aoi__grid *grid)
@@ -430,7 +376,7 @@ bool aoi__grid_valid(const aoi__grid *grid)
       double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
       uint32_t r[4];
       aoi__grid_range(grid, box, r);
-      if (grid_key(grid->info[i], r[1] * grid->width + r[0], cells) != k)
+      if (aoi__grid_slot(grid->info[i], r[1] * grid->width + r[0], cells) != k)
         return false;
     }
   }

@@ -106,16 +106,130 @@ typedef struct aoi__grid_item {
   float radius;
 } aoi__grid_item;
 
+/* Reads entry i of a source of entries to index. */
+typedef void aoi__grid_reader(const void *source, uint32_t i,
+                              aoi__grid_item *item);
+
 void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid);
-/* Indexes `count` items with cells of side about `cell_size`. */
+
+/* The steps of a build that read no entry (grid.c). plan: the cells over
+   the entries' bounds box[4] (min x, min y, max x, max y), of side about
+   cell_size but at most `limit` of them over the bulk of the entries
+   (`samples` positions sx, sy, which it reorders), and room for `count`
+   entries; then start[] is zero. sum: after each entry's key was counted
+   in start[key + 1]. finish: after each entry was placed. */
+int aoi__grid_plan(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
+                   const double box[4], double *sx, double *sy,
+                   uint32_t samples, double cell_size, double limit);
+void aoi__grid_sum(aoi__grid *grid);
+void aoi__grid_finish(aoi__grid *grid);
+/* The cell of v on an axis of n cells from `origin`, clamped. */
+static inline uint32_t aoi__grid_axis(double v, double origin, double inverse,
+                                      uint32_t n)
+{
+  double c = floor((v - origin) * inverse);
+  if (!(c > 0))
+    return 0;
+  if (c >= (double)(n - 1))
+    return n - 1;
+  return (uint32_t)c;
+}
+/* Where an entry of `info` in `cell` sorts: its slot in start[]. */
+static inline uint32_t aoi__grid_slot(uint32_t info, uint32_t cell,
+                                      uint32_t cells)
+{
+  if (info & AOI__ENTRY_DEPARTED)
+    return AOI__GRID_CLASSES * cells + cell;
+  uint32_t class = !(info & AOI__ENTRY_MARKER)  ? 2
+                   : (info & AOI__ENTRY_CHANGED) ? 0
+                                                 : 1;
+  return AOI__GRID_CLASSES * cell + class;
+}
+/* Where an entry at (x, y) sorts. */
+static inline uint32_t aoi__grid_key(const aoi__grid *grid, float x, float y,
+                                     uint32_t info)
+{
+  uint32_t cx = aoi__grid_axis(x, grid->x0, grid->inverse, grid->width);
+  uint32_t cy = aoi__grid_axis(y, grid->y0, grid->inverse, grid->height);
+  return aoi__grid_slot(info, cy * grid->width + cx,
+                        grid->width * grid->height);
+}
+
+/* Indexes the `count` entries `read` gives, with cells of side about
+   cell_size but at most `limit` cells: a counting sort by (cell, class),
+   departures after every cell. Inline with its reader, so that no entry is
+   copied twice and no call is made per entry: each caller reads its own
+   entities and ghosts in place. */
+static inline __attribute__((always_inline)) int
+aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
+                     double cell_size, double limit, aoi__grid_reader *read,
+                     const void *source)
+{
+  enum { SAMPLES = 512 };
+  double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
+  aoi__grid_item it;
+  for (uint32_t i = 0; i < count; i++) {
+    read(source, i, &it);
+    double x = it.x, y = it.y;
+    box[0] = x < box[0] ? x : box[0];
+    box[1] = y < box[1] ? y : box[1];
+    box[2] = x > box[2] ? x : box[2];
+    box[3] = y > box[3] ? y : box[3];
+  }
+  /* positions spread over the entries, should one far away need
+     clamping */
+  double sx[SAMPLES], sy[SAMPLES];
+  uint32_t samples = count < SAMPLES ? count : SAMPLES;
+  for (uint32_t j = 0; j < samples; j++) {
+    read(source, (uint32_t)((uint64_t)j * count / samples), &it);
+    sx[j] = it.x;
+    sy[j] = it.y;
+  }
+  int rc = aoi__grid_plan(a, grid, count, box, sx, sy, samples, cell_size,
+                          limit);
+  if (rc != 0)
+    return rc;
+  for (uint32_t i = 0; i < count; i++) {
+    read(source, i, &it);
+    uint32_t key = aoi__grid_key(grid, it.x, it.y, it.info);
+    grid->cell[i] = key;
+    grid->start[key + 1]++;
+  }
+  aoi__grid_sum(grid);
+  /* start[k] serves as the running cursor; finish shifts them back */
+  for (uint32_t i = 0; i < count; i++) {
+    read(source, i, &it);
+    uint32_t at = grid->start[grid->cell[i]]++;
+    grid->x[at] = it.x;
+    grid->y[at] = it.y;
+    grid->id[at] = it.id;
+    grid->handle[at] = it.handle;
+    grid->layers[at] = it.layers;
+    grid->info[at] = it.info;
+    grid->slot[at] = it.slot;
+    grid->radius[at] = it.radius;
+  }
+  aoi__grid_finish(grid);
+  return 0;
+}
+
+/* The limits of cells that the two kinds of grid take: the main grid (about
+   two cells an entry at most) and a dense one for searches by nearness
+   (about `per_cell` entries a cell over the bulk of them). */
+static inline double aoi__grid_limit(uint32_t count)
+{
+  return 2.0 * count + 64;
+}
+static inline double aoi__grid_dense_limit(uint32_t count, double per_cell)
+{
+  return (double)count / per_cell + 16;
+}
+
+/* Indexes `count` items of an array with cells of side about `cell_size`
+   (aoi__grid_build_from over the array). */
 int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     const aoi__grid_item *items, uint32_t count,
                     double cell_size);
-/* Indexes `count` items with cells as small as about `per_cell` items a
-   cell over the bulk of them allow: for searches by nearness. */
-int aoi__grid_build_dense(const aoi_allocator *a, aoi__grid *grid,
-                          const aoi__grid_item *items, uint32_t count,
-                          double per_cell);
 /* The inclusive cell range that covers box[4] (x0, y0, x1, y1). */
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4]);

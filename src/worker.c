@@ -42,7 +42,6 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
   aoi__free(a, s->ghosts, sizeof(aoi__ghost) * s->ghost_capacity);
   aoi__free(a, s->touched, sizeof(uint32_t) * s->touched_capacity);
   aoi__free(a, s->departed, sizeof(aoi__ghost) * s->departed_capacity);
-  aoi__free(a, s->items, sizeof(aoi__grid_item) * s->items_capacity);
   aoi__grid_free(a, &s->grid);
   aoi__grid_free(a, &s->fine);
   aoi__ring_destroy(a, s->ops);

@@ -260,8 +260,6 @@ typedef struct aoi__shard {
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
   uint32_t capped;  /* owned watchers with a cap */
-  aoi__grid_item *items;
-  uint32_t items_capacity;
   uint64_t compute_ns;
   /* Set when this tick's input to the shard is incomplete (a ghost could
      not be stored): its watchers keep their views and get no events. */
