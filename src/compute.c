@@ -30,13 +30,22 @@
  */
 #include "compute.h"
 
-/* What the grid indexes of a shard: its owned entities, then its ghosts,
-   read in place (shard_entry). */
+/* What the grid indexes of a shard, read in place (shard_entry): its owned
+   entities, then its first `ghosts` ghosts, then its own departures of
+   this tick when `departures`. */
 typedef struct shard_source {
   const aoi__shard *s;
   const aoi__mark *mark;
   uint64_t tick;
+  uint32_t ghosts;
+  bool departures;
 } shard_source;
+
+static uint32_t source_count(const shard_source *src)
+{
+  return src->s->count + src->ghosts +
+         (src->departures ? src->s->departed_count : 0);
+}
 
 static inline __attribute__((always_inline)) void
 shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
@@ -70,7 +79,9 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     it->info = info;
     return;
   }
-  const aoi__ghost *g = &s->ghosts[i - s->count];
+  i -= s->count;
+  const aoi__ghost *g =
+      i < src->ghosts ? &s->ghosts[i] : &s->departed[i - src->ghosts];
   it->x = g->x;
   it->y = g->y;
   it->id = g->id;
@@ -89,12 +100,14 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
   it->info = info;
 }
 
-/* Indexes the shard's entities and ghosts in its grid. Departures serve
-   only the watchers that compute_changes may take (unchanged, and not
-   stale); when the shard owns none, they are dropped from its ghosts
-   first, which halves an all-walking shard's grid. */
+/* Indexes the shard's entities, ghosts and departures in its grid: the
+   ones its neighbours sent among its ghosts, and its own in place.
+   Departures serve only the watchers that compute_changes may take
+   (unchanged, and not stale); when the shard owns none, they are left
+   out, which halves an all-walking shard's grid. The source is kept for
+   the fine grid. */
 static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
-                       uint64_t tick)
+                       uint64_t tick, shard_source *src)
 {
   uint32_t unchanged = 0;
   s->capped = 0;
@@ -117,10 +130,10 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
       s->ghosts[i].kind = AOI__GHOST_DEPARTED;
     ghosts = kept;
   }
-  shard_source src = {s, k->world->mark, tick};
-  uint32_t n = s->count + ghosts;
+  *src = (shard_source){s, k->world->mark, tick, ghosts, unchanged > 0};
+  uint32_t n = source_count(src);
   return aoi__grid_build_from(&k->world->allocator, &s->grid, n, cell_size,
-                              aoi__grid_limit(n), shard_entry, &src);
+                              aoi__grid_limit(n), shard_entry, src);
 }
 
 /* Two bits per handle, in two bitsets, all clear between watchers: held by
@@ -646,7 +659,8 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   uint64_t started = aoi__now_ns();
-  int rc = index_shard(k, s, cmd->cell_size, cmd->tick);
+  shard_source src;
+  int rc = index_shard(k, s, cmd->cell_size, cmd->tick, &src);
   if (rc != 0) {
     /* No index: queries see this shard as empty until the next tick. */
     aoi__fail(k, rc);
@@ -669,8 +683,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     if (s->fine.capacity > 0)
       aoi__grid_free(&k->world->allocator, &s->fine);
   } else {
-    shard_source src = {s, k->world->mark, cmd->tick};
-    uint32_t n = s->grid.count; /* what the main grid indexes */
+    uint32_t n = source_count(&src);
     if (aoi__grid_build_from(&k->world->allocator, &s->fine, n, 1e-30,
                              aoi__grid_dense_limit(n, 3), shard_entry,
                              &src) == 0)

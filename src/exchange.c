@@ -9,8 +9,8 @@
  * a watcher's position lies in its own shard's rectangle, every marker it
  * could see is then in that shard, owned or ghosted. Each departure this
  * tick's ops made (where a marker that moved or was removed stood at the
- * end of the last tick) goes the same way to every shard near where it
- * stood, this one included.
+ * end of the last tick) goes the same way to every other shard near where
+ * it stood; this one's grid reads its own in place (compute.c).
  *
  * A shard that misses a ghost (out of memory, here or in a peer's batch)
  * is degraded for the tick: its watchers keep their views and get no
@@ -65,8 +65,8 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double reach,
 }
 
 /* Ghosts every marker near another shard, and sends this tick's departures
-   to every shard (this one included) whose watchers could have seen the
-   marker where it stood. */
+   to every other shard whose watchers could have seen the marker where it
+   stood. */
 void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
                          uint64_t tick)
 {
@@ -90,7 +90,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     k->ghosts += send_around(k, g, reach, s->index);
   }
   for (uint32_t i = 0; i < s->departed_count; i++)
-    send_around(k, s->departed[i], reach, AOI__NONE);
+    send_around(k, s->departed[i], reach, s->index);
 }
 
 void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b)
