@@ -181,8 +181,17 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
   const aoi__queue *q;
   while ((q = aoi__ring_pop(s->ops)) == NULL)
     ; /* cannot happen: the host pushed it before the command */
-  for (uint32_t i = 0; i < q->count; i++)
+  const aoi__location *location = k->world->location;
+  for (uint32_t i = 0; i < q->count; i++) {
+    /* the records come in handle order, the entities in an order that
+       handoffs and removals shuffle: fetch ahead */
+    if (i + 8 < q->count) {
+      uint32_t slot = location[q->records[i + 8].handle].slot;
+      if (slot < s->count)
+        __builtin_prefetch(&s->entities[slot]);
+    }
     apply_record(k, s, &q->records[i], tick);
+  }
 }
 
 /* ---- handoffs ----------------------------------------------------------- */
@@ -231,6 +240,11 @@ void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout)
     return;
   }
   for (uint32_t i = 0; i < s->touched_count; i++) {
+    if (i + 8 < s->touched_count) { /* in handle order: fetch ahead */
+      uint32_t slot = w->location[s->touched[i + 8]].slot;
+      if (slot < s->count)
+        __builtin_prefetch(&s->entities[slot]);
+    }
     const aoi__location *loc = &w->location[s->touched[i]];
     if (loc->shard == s->index) /* else removed since */
       hand_off(k, s, loc->slot);

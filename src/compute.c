@@ -35,7 +35,6 @@
    this tick when `departures`. */
 typedef struct shard_source {
   const aoi__shard *s;
-  const aoi__mark *mark;
   uint64_t tick;
   uint32_t ghosts;
   bool departures;
@@ -66,8 +65,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
       info |= AOI__ENTRY_MARKER;
       if (e->appeal > 0)
         info |= AOI__ENTRY_APPEAL;
-      if (e->touched == src->tick &&
-          src->mark[e->handle].moved == (uint32_t)src->tick)
+      if (e->flags & AOI__ENTITY_MOVED) /* noted by the exchange */
         info |= AOI__ENTRY_MOVED;
     }
     if (e->flags & AOI_WATCHER)
@@ -130,7 +128,7 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
       s->ghosts[i].kind = AOI__GHOST_DEPARTED;
     ghosts = kept;
   }
-  *src = (shard_source){s, k->world->mark, tick, ghosts, unchanged > 0};
+  *src = (shard_source){s, tick, ghosts, unchanged > 0};
   uint32_t n = source_count(src);
   return aoi__grid_build_from(&k->world->allocator, &s->grid, n, cell_size,
                               aoi__grid_limit(n), shard_entry, src);

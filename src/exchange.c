@@ -71,10 +71,17 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
                          uint64_t tick)
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  const aoi__mark *mark = k->world->mark;
   for (uint32_t i = 0; i < s->count; i++) {
-    const aoi__entity *e = &s->entities[i];
+    aoi__entity *e = &s->entities[i];
+    if (i + 8 < s->count) /* the marks lie in handle order */
+      __builtin_prefetch(&mark[s->entities[i + 8].handle]);
     if (!(e->flags & AOI_MARKER))
       continue;
+    if (e->touched == tick && mark[e->handle].moved == (uint32_t)tick)
+      e->flags |= AOI__ENTITY_MOVED;
+    else
+      e->flags &= ~AOI__ENTITY_MOVED;
     aoi__ghost g;
     g.id = e->id;
     g.handle = e->handle;
@@ -85,7 +92,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
     if (e->appeal > 0)
       g.kind |= AOI__GHOST_APPEAL;
-    if (e->touched == tick && k->world->mark[e->handle].moved == (uint32_t)tick)
+    if (e->flags & AOI__ENTITY_MOVED)
       g.kind |= AOI__GHOST_MOVED;
     k->ghosts += send_around(k, g, reach, s->index);
   }

@@ -186,11 +186,15 @@ static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
   return (sizeof(uint32_t) + (told ? 2 * sizeof(float) : 0)) * capacity;
 }
 
+/* In an entity's flags: a marker whose position changed this tick (its
+   mark's `moved`), noted by the exchange for the grid to read in place. */
+#define AOI__ENTITY_MOVED 0x80000000u
+
 /* An entity as its owning shard holds it. */
 typedef struct aoi__entity {
   uint64_t id;
   uint32_t handle;
-  uint32_t flags; /* AOI_WATCHER | AOI_MARKER */
+  uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__ENTITY_MOVED */
   float x, y;
   float radius;
   float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
