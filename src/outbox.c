@@ -107,8 +107,10 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
     out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_ENTER, tick};
   }
   for (; i < nl + ne + nm; i++) {
-    if (i + 8 < nl + ne + nm)
+    if (i + 8 < nl + ne + nm) {
       __builtin_prefetch(&mark[hs[i + 8]]);
+      __builtin_prefetch(&idof[hs[i + 8]]);
+    }
     const aoi__mark *m = &mark[hs[i]];
     out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_MOVE, tick};
   }
@@ -301,13 +303,21 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   for (uint32_t at = 0; at < seg->count;) {
     const uint32_t *rec = seg->words + at;
     uint32_t h = rec[0];
+    uint32_t next = at + AOI__RECORD_HEADER + record_events(rec);
+    if (next < seg->count) {
+      /* the next watcher's tables, scattered over the handles */
+      uint32_t g = seg->words[next];
+      __builtin_prefetch(&w->event_at[g]);
+      __builtin_prefetch(&w->outbox[g]);
+      __builtin_prefetch(&w->idof[g]);
+    }
     if (w->event_at[h] == at + 1) {
       __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
       int rc = deliver_one(w, seg, h, fn, user);
       if (rc != 0)
         return rc;
     }
-    at += AOI__RECORD_HEADER + record_events(rec);
+    at = next;
   }
   return 0;
 }
