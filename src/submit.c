@@ -192,9 +192,9 @@ static unsigned route(const aoi_world *w, uint32_t h)
    one. */
 static int reserve_record(aoi_world *w, uint32_t h, unsigned shard)
 {
-  if (w->queued[h] != AOI__NONE)
-    return 0;
   aoi__queue *q = &w->shards[shard].queue;
+  if (w->queued[h] != AOI__NONE || q->count < q->capacity)
+    return 0;
   return aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
                       q->count + 1, sizeof(aoi__record));
 }
@@ -232,8 +232,8 @@ static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
 
 /* Points a record of `shard` at the shard its new position names, moving
    the counted handoff with it. */
-static void retarget(aoi_world *w, aoi__record *r, unsigned shard,
-                     unsigned to)
+static inline void retarget(aoi_world *w, aoi__record *r, unsigned shard,
+                            unsigned to)
 {
   if (r->target == to)
     return;
