@@ -6,7 +6,7 @@
  * entity), 0 and forged references, the generation's wrap, and that a move
  * by reference is aoi_move: the same events, views and folding into one
  * record, and a failed call changes nothing (against worlds that moved by
- * id and made no failing call).
+ * id and made no failing call), AOI_ENOMEM included.
  *
  * The test knows how submit.c builds a reference (the generation above
  * the handle) only to forge ones and to check that a handle was reused;
@@ -22,6 +22,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,8 @@ typedef struct layout {
 static const layout layouts[] = {{1, 1}, {1, 4}, {2, 1}, {2, 3},
                                  {2, 8}, {4, 3}, {4, 8}};
 
-static aoi_world *world_for(layout l)
+/* A world over (0, 0) - (100, 100); `allocator` NULL for malloc. */
+static aoi_world *world_with(layout l, const aoi_allocator *allocator)
 {
   aoi_config c;
   aoi_config_default(&c);
@@ -52,12 +54,33 @@ static aoi_world *world_for(layout l)
   c.max_x = 100;
   c.max_y = 100;
   c.max_radius = 50;
+  c.allocator = allocator;
   aoi_world *w = NULL;
   int rc = aoi_create(&c, &w);
   if (rc != 0)
     fail_msg("aoi_create (threads %u, shards %u): %s", l.threads, l.shards,
              aoi_strerror(rc));
   return w;
+}
+
+static aoi_world *world_for(layout l)
+{
+  return world_with(l, NULL);
+}
+
+/* Takes every watcher's events, in the order aoi_pending gives. */
+static void drain(aoi_world *w, records *out)
+{
+  const uint64_t *ids;
+  size_t count;
+  assert_int_equal(aoi_pending(w, &ids, &count), 0);
+  for (size_t i = 0; i < count; i++) {
+    const aoi_event *events;
+    size_t k;
+    assert_int_equal(aoi_drain(w, ids[i], &events, &k), 0);
+    for (size_t j = 0; j < k; j++)
+      records_push(out, ids[i], &events[j]);
+  }
 }
 
 static aoi_ref ref_of(aoi_world *w, uint64_t id)
@@ -370,16 +393,7 @@ static void tick(script *s, int n)
   }
   assert_int_equal(aoi_tick_end(s->w), 0);
   expect_valid(s->w);
-  const uint64_t *ids;
-  size_t count;
-  assert_int_equal(aoi_pending(s->w, &ids, &count), 0);
-  for (size_t i = 0; i < count; i++) {
-    const aoi_event *events;
-    size_t k;
-    assert_int_equal(aoi_drain(s->w, ids[i], &events, &k), 0);
-    for (size_t j = 0; j < k; j++)
-      records_push(&s->ticks[n], ids[i], &events[j]);
-  }
+  drain(s->w, &s->ticks[n]);
 }
 
 static void run_script(script *s)
@@ -513,6 +527,71 @@ static void test_move_ref_is_move(void **state)
   }
 }
 
+/* AOI_ENOMEM as aoi_move gives it: only for an entity's first operation
+   since the last tick, when its shard's queue cannot grow; it changes
+   nothing (against a world that moved by id and never failed), and the
+   entities that have a record still move. */
+static void test_move_ref_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  enum { N = 200 };
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = world_with(some[l], &hooks), *by_id = world_for(some[l]);
+    static aoi_ref refs[N + 1];
+    records got = {0}, want = {0};
+    /* A few adds a tick: the queues stay far smaller than N. */
+    for (uint64_t id = 1; id <= N; id++) {
+      float x = (float)(id * 37 % 100), y = (float)(id * 61 % 100);
+      assert_int_equal(aoi_add(w, id, x, y, 10, WM, ALL, ALL), 0);
+      assert_int_equal(aoi_add(by_id, id, x, y, 10, WM, ALL, ALL), 0);
+      refs[id] = ref_of(w, id);
+      if (id % 4 == 0) {
+        assert_int_equal(aoi_tick(w), 0);
+        assert_int_equal(aoi_tick(by_id), 0);
+      }
+    }
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_tick(by_id), 0);
+    drain(w, &got);
+    drain(by_id, &want);
+
+    counter_arm(&c, 1, COUNTER_ONWARD);
+    int failed = 0;
+    for (uint64_t id = 1; id <= N; id++) {
+      float x = (float)(id * 53 % 100), y = (float)(id * 29 % 100);
+      int rc = aoi_move_ref(w, refs[id], x, y);
+      if (rc == AOI_ENOMEM) {
+        failed++;
+        continue;
+      }
+      assert_int_equal(rc, 0);
+      assert_int_equal(aoi_move(by_id, id, x, y), 0);
+      assert_int_equal(aoi_move_ref(w, refs[id], x, y + 1), 0);
+      assert_int_equal(aoi_move(by_id, id, x, y + 1), 0);
+    }
+    assert_true(failed > 0 && failed < N);
+    counter_disarm(&c);
+    got.count = want.count = 0;
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_tick(by_id), 0);
+    expect_valid(w);
+    drain(w, &got);
+    drain(by_id, &want);
+    assert_true(want.count > 0);
+    assert_int_equal(got.count, want.count);
+    assert_memory_equal(got.items, want.items, sizeof(record) * got.count);
+    records_free(&got);
+    records_free(&want);
+    aoi_destroy(w);
+    aoi_destroy(by_id);
+    assert_int_equal(atomic_load(&c.live_bytes), 0);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -521,6 +600,7 @@ int main(void)
       cmocka_unit_test(test_stale_refs),
       cmocka_unit_test(test_generation_wraps),
       cmocka_unit_test(test_move_ref_is_move),
+      cmocka_unit_test(test_move_ref_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
