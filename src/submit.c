@@ -15,6 +15,11 @@
  * reserves for (an arrival in the shard its position names, a slot in a
  * handoff batch), and moves them when a later move names another shard.
  *
+ * A reference (aoi_ref_of, aoi_move_ref) is a handle and its generation,
+ * which every removal bumps, so a reference outlives neither its entity
+ * nor the handle's reuse; a move by reference is aoi_move without the id
+ * lookup (move_handle serves both).
+ *
  * The per-handle tables (world.h) live in one block, grown here. This file
  * also frees everything the host side holds (aoi__host_free).
  */
