@@ -18,6 +18,11 @@
  *     (aoi_add, aoi_move, aoi_remove: "submit"), aoi_tick ("tick"), then
  *     aoi_pending and aoi_drain of every pending watcher in id order, every
  *     event hashed into the checksum ("drain").
+ *     With --refs the engine's moves go through aoi_move_ref instead of
+ *     aoi_move, as a host that keeps each entity's aoi_ref would: the
+ *     bench takes the reference with aoi_ref_of right after each aoi_add,
+ *     inside the timed submit (uniform adds only in the warm-up), and keeps
+ *     it in its own per-entity array, by crowd slot (bench_op.slot).
  * --threads 1,2,4 is a sweep: one run per entry, same crowd, same seed. Each
  * algorithm of --baseline (default: the nine-grid alone) is fed the same
  * operations once per scenario, one after the other, after the engine's
@@ -247,8 +252,11 @@ static int set_policies(aoi_world *world, const bench_options *o,
   return rc;
 }
 
+/* Submits one tick's operations. With `refs` (--refs: the host's
+   per-entity array of references, by crowd slot) each add takes its
+   entity's reference and each move goes through it. */
 static void submit_engine(aoi_world *world, const bench_options *o,
-                          const bench_op *ops, size_t n)
+                          const bench_op *ops, size_t n, aoi_ref *refs)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
@@ -258,8 +266,11 @@ static void submit_engine(aoi_world *world, const bench_options *o,
                    UINT32_MAX, UINT32_MAX);
       if (rc == 0)
         rc = set_policies(world, o, op);
+      if (rc == 0 && refs != NULL)
+        rc = aoi_ref_of(world, op->id, &refs[op->slot]);
     } else if (op->kind == BENCH_OP_MOVE)
-      rc = aoi_move(world, op->id, op->x, op->y);
+      rc = refs != NULL ? aoi_move_ref(world, refs[op->slot], op->x, op->y)
+                        : aoi_move(world, op->id, op->x, op->y);
     else
       rc = aoi_remove(world, op->id);
     if (rc != 0)
@@ -776,6 +787,10 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   samples t;
   samples_init(&t, ticks);
   drain_list list = {NULL, 0, 0};
+  /* The crowd's slots and a cliff's odd entity. */
+  aoi_ref *refs = o->refs ? bench_calloc((size_t)o->entities + 1,
+                                         sizeof(aoi_ref))
+                          : NULL;
   delivery pool;
   delivery_init(&pool, world, lockstep ? 1 : stats.threads);
   char label[96];
@@ -790,7 +805,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
-    submit_engine(world, o, ops, n);
+    submit_engine(world, o, ops, n, refs);
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
     check(aoi_tick(world), "aoi_tick");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
@@ -896,6 +911,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
             " bytes of the allocator hook after aoi_destroy\n",
             label, leaked);
   crowd_destroy(c);
+  free(refs);
   free(list.items);
   samples_free(&t);
 }
@@ -1114,6 +1130,9 @@ static void usage(FILE *out)
       "  --move-every D:P[,D:P...]  beyond D, moves are told every P ticks\n"
       "                     (aoi_config.move_bands). With any policy the\n"
       "                     classic algorithms do not run (they have none)\n"
+      "  --refs             the engine's moves by reference: aoi_ref_of at\n"
+      "                     each add (timed with submit), then aoi_move_ref\n"
+      "                     (JSON: refs)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --baseline LIST    the algorithms run beside the engine, comma-\n"
       "                     separated, or all: brute, ninegrid, tower, xlist\n"
@@ -1371,6 +1390,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
                     strcmp(flag, "--json") == 0 ||
                     strcmp(flag, "--verify") == 0 ||
                     strcmp(flag, "--force-brute") == 0 ||
+                    strcmp(flag, "--refs") == 0 ||
                     strcmp(flag, "--no-baseline") == 0;
     if (is_switch) {
       if (value != NULL)
@@ -1383,6 +1403,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
         no_baseline = 1;
       else if (strcmp(flag, "--force-brute") == 0)
         o->force_brute = 1;
+      else if (strcmp(flag, "--refs") == 0)
+        o->refs = 1;
       else {
         usage(stdout);
         exit(0);

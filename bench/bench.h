@@ -86,6 +86,9 @@ typedef enum bench_op_kind {
    interest. */
 typedef struct bench_op {
   uint64_t id;
+  uint32_t slot;       /* the crowd's slot of the entity, 0 .. entities - 1,
+                          or `entities` for a cliff's odd entity: the index
+                          a host would keep its own record of it under */
   float x, y;          /* add, move */
   float radius;        /* add: the view radius */
   uint8_t kind;        /* a bench_op_kind */

@@ -11,7 +11,9 @@
 # odd part the cliff keys; the four cliff scenarios must carry them as
 # numbers, with the odd part's parameters. Every line carries every
 # algorithm's keys (algo_NAME_*), numbers for those --baseline ran and null
-# for the others, and "baseline" names the first. Where python3 exists,
+# for the others, and "baseline" names the first. "refs" is false, but
+# true in a run with --refs, whose checksums must equal those of the same
+# run without it (moves by reference are moves). Where python3 exists,
 # every line must also parse as JSON. No timing is checked.
 set -u
 
@@ -63,6 +65,8 @@ check() {
   n=$(grep -c -E '[{,]"plain_checksum_match":(true|false|null)[,}]' "$file")
   [ "$n" -eq "$want" ] ||
     { echo "check-json: bad plain_checksum_match key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"refs":(true|false)[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad refs key" >&2; fail=1; }
   if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys
 for line in open(sys.argv[1]):
@@ -168,6 +172,34 @@ check "$tmp/alone" 1
 grep -q '"baseline_tick_ms_median":null' "$tmp/alone" ||
   { echo "check-json: --no-baseline left a baseline figure" >&2; fail=1; }
 ran "$tmp/alone" 1 null
+
+n=$(cat "$tmp/sweep" "$tmp/cliffs" "$tmp/algos" "$tmp/alone" |
+    grep -c '"refs":false')
+[ "$n" -eq 15 ] ||
+  { echo "check-json: refs is not false without --refs" >&2; fail=1; }
+
+# checksums FILE: the scenario, threads and checksum of each line.
+checksums() {
+  sed -E -e 's/.*"scenario":"([a-z-]+)".*"threads":([0-9]+).*/\1 \2 &/' \
+    -e 's/^([^ ]+ [0-9]+) .*"checksum":"([0-9a-f]+)".*/\1 \2/' "$1"
+}
+if ! "$bench" --json --refs --scenario churn,flood,teleport --entities 400 \
+     --ticks 3 --threads 1,2 --shards 3 --flood 3 --no-baseline \
+     >"$tmp/refs" 2>"$tmp/err"; then
+  echo "check-json: the --refs run failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/refs" 6
+n=$(grep -c '"refs":true' "$tmp/refs")
+[ "$n" -eq 6 ] ||
+  { echo "check-json: refs is not true with --refs" >&2; fail=1; }
+"$bench" --json --scenario churn,flood,teleport --entities 400 --ticks 3 \
+  --threads 1,2 --shards 3 --flood 3 --no-baseline >"$tmp/ids" 2>/dev/null
+if [ "$(checksums "$tmp/refs")" != "$(checksums "$tmp/ids")" ]; then
+  echo "check-json: moves by reference gave other events than by id" >&2
+  fail=1
+fi
 
 [ "$fail" -eq 0 ] && echo "check-json: ok"
 exit "$fail"

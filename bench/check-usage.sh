@@ -76,14 +76,17 @@ expect 2 --tower-side 0
 expect 2 --tower-side -3
 expect 2 --tower-side nan
 expect 2 --force-brute=yes
+expect 2 --refs=yes
 expect 0 --baseline xlist,brute --force-brute --scenario sparse --entities 300 \
   --ticks 1 --threads 1 --tower-side 4
 expect 0 --scenario mixed-radius --max-radius 50 --mix 0.05:5 --entities 200 \
   --ticks 1 --threads 1
+expect 0 --refs --scenario churn --entities 200 --ticks 2 --threads 1
 expect 0 --help
 grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
 for word in mixed-radius --outlier-at --mix --flood --max-radius cliff_ratio \
-  --baseline --tower-side --force-brute brute ninegrid tower xlist sparse; do
+  --baseline --tower-side --force-brute brute ninegrid tower xlist sparse \
+  --refs; do
   grep -q -e "$word" "$tmp/out" ||
     { echo "check-usage: --help does not tell of $word" >&2; fail=1; }
 done

@@ -192,6 +192,9 @@ void report_human(const bench_options *o, const scenario_result *s)
          " warm-up; max_radius %g\n",
          o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks,
          (double)s->max_radius);
+  if (o->refs)
+    printf("  refs        the engine's moves by aoi_move_ref, each entity's"
+           " reference taken at its add\n");
   if (bench_policies(o)) {
     printf("  policies   ");
     if (o->appeal_share > 0)
@@ -360,6 +363,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
     json_null(&j, "cell_size");
   json_number(&j, "hysteresis", o->hysteresis);
   json_bool(&j, "moves", o->moves);
+  json_bool(&j, "refs", o->refs);
   json_number(&j, "appeal_share", o->appeal_share);
   json_number(&j, "appeal_radius", o->appeal_radius);
   json_uint(&j, "cap", o->cap);

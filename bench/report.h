@@ -29,6 +29,7 @@ typedef struct bench_options {
   aoi_shape shape;
   double cell_size;
   int json, verify;
+  int refs; /* --refs: the engine's moves go through aoi_move_ref */
   /* --baseline: the algorithms run beside the engine, the first one the
      "baseline" of the JSON's baseline_* keys; none with --no-baseline */
   const algo_class *algos[ALGO_COUNT];

@@ -189,6 +189,7 @@ static bench_op *push_op(crowd *c, uint8_t kind, uint32_t i)
   }
   bench_op *op = &c->ops[c->op_count++];
   op->id = c->id[i];
+  op->slot = i;
   op->x = c->x[i];
   op->y = c->y[i];
   op->radius = c->radius[i];
@@ -498,6 +499,7 @@ static void start_outlier(crowd *c)
 {
   bench_op *op = push_op(c, BENCH_OP_ADD, 0);
   op->id = (uint64_t)c->count + 1;
+  op->slot = c->count;
   op->x = c->p.outlier_x;
   op->y = c->p.outlier_y;
   op->flags = AOI_MARKER;
@@ -508,6 +510,7 @@ static void start_spectator(crowd *c)
 {
   bench_op *op = push_op(c, BENCH_OP_ADD, 0);
   op->id = (uint64_t)c->count + 1;
+  op->slot = c->count;
   op->x = op->y = (float)(c->side / 2);
   op->radius = c->p.spectator_radius;
   op->flags = AOI_WATCHER;

@@ -6,7 +6,9 @@
  *   1. lets players log in (watcher + marker: they see and are seen) and
  *      respawns dead NPCs (marker only: seen, see nothing);
  *   2. runs the game tick: players walk, a few teleport, NPCs follow the
- *      paths their AI chose last frame;
+ *      paths their AI chose last frame. Each entity's record keeps the
+ *      reference aoi_ref_of gave right after its aoi_add, and its moves
+ *      go by that reference (aoi_move_ref), which skips the id lookup;
  *   3. runs the AOI tick in two halves. aoi_tick_begin hands the frame's
  *      operations to the worker threads and returns; the host then runs
  *      logic that needs nothing from the world (here the NPC AI, on the
@@ -45,6 +47,7 @@
 typedef struct client {
   float x, y, heading;
   int online;
+  aoi_ref ref; /* while online: its entity, for aoi_move_ref */
   unsigned char *buffer; /* bytes waiting for this client's socket */
   size_t length, capacity;
 } client;
@@ -52,6 +55,7 @@ typedef struct client {
 typedef struct npc {
   float x, y, goal_x, goal_y;
   int alive;
+  aoi_ref ref; /* while alive */
 } npc;
 
 static client clients[PLAYERS];
@@ -152,6 +156,7 @@ static void spawn(aoi_world *world, unsigned frame)
                   AOI_WATCHER | AOI_MARKER, LAYER_PLAYER,
                   LAYER_PLAYER | LAYER_NPC),
           "aoi_add player");
+    check(aoi_ref_of(world, (uint64_t)i + 1, &c->ref), "aoi_ref_of player");
     c->online = 1;
     joined++;
   }
@@ -164,6 +169,8 @@ static void spawn(aoi_world *world, unsigned frame)
     check(aoi_add(world, NPC_BASE + (uint64_t)i, n->x, n->y, 0, AOI_MARKER,
                   LAYER_NPC, 0),
           "aoi_add npc");
+    check(aoi_ref_of(world, NPC_BASE + (uint64_t)i, &n->ref),
+          "aoi_ref_of npc");
     n->alive = 1;
   }
 }
@@ -184,7 +191,7 @@ static void game_tick(aoi_world *world)
       c->x = clamp_to_world(c->x + 3 * cosf(c->heading));
       c->y = clamp_to_world(c->y + 3 * sinf(c->heading));
     }
-    check(aoi_move(world, (uint64_t)i + 1, c->x, c->y), "aoi_move player");
+    check(aoi_move_ref(world, c->ref, c->x, c->y), "aoi_move_ref player");
   }
   for (int i = 0; i < NPCS; i++) {
     npc *n = &npcs[i];
@@ -194,7 +201,7 @@ static void game_tick(aoi_world *world)
     float step = fminf(1, 1.5f / sqrtf(dx * dx + dy * dy));
     n->x += step * dx;
     n->y += step * dy;
-    check(aoi_move(world, NPC_BASE + (uint64_t)i, n->x, n->y), "aoi_move npc");
+    check(aoi_move_ref(world, n->ref, n->x, n->y), "aoi_move_ref npc");
   }
 }
 

@@ -2,9 +2,10 @@
  * aoi.h: a multithreaded, spatially sharded Area Of Interest service.
  *
  * The host (a zone server's game loop) owns one aoi_world. Between ticks it
- * submits operations (aoi_add, aoi_move, aoi_set_radius, aoi_set_layers,
- * aoi_set_appeal, aoi_set_cap, aoi_remove); each is validated at once and queued. aoi_tick() applies them
- * on the worker threads, each worker owning some spatial shards, and leaves
+ * submits operations (aoi_add, aoi_move or aoi_move_ref, aoi_set_radius,
+ * aoi_set_layers, aoi_set_appeal, aoi_set_cap, aoi_remove); each is
+ * validated at once and queued. aoi_tick() applies them on the worker
+ * threads, each worker owning some spatial shards, and leaves
  * in every watcher's outbox exactly the events that the trace semantics
  * (docs: TRACE_FORMAT.md) define: `leave`s, then `enter`s, then `move`s,
  * each group by entity id ascending. The host then drains the outboxes and
@@ -218,6 +219,41 @@ AOI_EXPORT int aoi_set_cap(aoi_world *world, uint64_t id, uint32_t cap);
 /* Removes a live entity. Its watchers get `leave` at the next tick. If it is
    a watcher, its undrained events are dropped now. */
 AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
+
+/*
+ * References, opt-in: a host that moves its entities every tick can name
+ * them by reference instead of by id, which skips the id lookup (a hash
+ * probe: a random cache miss in a large world), so that aoi_move_ref costs
+ * a few ns where aoi_move costs tens. A host that never takes a reference
+ * pays nothing for them.
+ *
+ * A reference is valid while its entity lives: from the aoi_add that made
+ * it (before any tick too) until its aoi_remove, an add and a remove before
+ * the same tick included. From the removal on, every call with it returns
+ * AOI_ENOENT, also once the id is added again (a new entity, with a new
+ * reference) and once the world gives the entity's place to another. The
+ * value is opaque: it stays the same for the entity's whole life, and 0 is
+ * never one, so a host may keep 0 for "none". Threads and errors as for
+ * every call here: the host thread, never during a tick (AOI_EBUSY); a
+ * call that fails changes nothing and writes nothing.
+ */
+/* A reference to a live entity: its handle and a generation, so that a
+   reference kept across a remove is refused (AOI_ENOENT), never aimed at
+   the handle's next owner. 0 is never a valid reference. */
+typedef uint64_t aoi_ref;
+
+/* Writes the reference of live entity `id` to *ref. Checks in this order:
+   AOI_EINVAL (NULL world or ref), AOI_EBUSY (a tick in flight),
+   AOI_ENOENT (`id` is not live as submitted so far). Never allocates. */
+AOI_EXPORT int aoi_ref_of(aoi_world *world, uint64_t id, aoi_ref *ref);
+/* aoi_move of the entity `ref` names, in everything but the lookup: the
+   same checks in the same order (AOI_EINVAL for a NULL world, AOI_EBUSY,
+   AOI_ENOENT for anything but a live entity's reference: 0, a forged one,
+   one taken before the entity's removal; then AOI_ECOORD), the same
+   effect, folded into the same record as the entity's other operations
+   since the last tick (so AOI_ENOMEM only as aoi_move: for the first
+   operation on the entity since the last tick). */
+AOI_EXPORT int aoi_move_ref(aoi_world *world, aoi_ref ref, float x, float y);
 
 /*
  * Applies everything submitted since the last tick on the workers and

@@ -99,6 +99,8 @@ bool aoi__world_valid(aoi_world *w)
   uint64_t live = 0, watchers = 0;
   for (uint32_t h = 0; h < w->handle_count; h++) {
     const aoi__host_entity *e = &w->host[h];
+    if (w->generation[h] == 0) /* so that no reference is 0 */
+      return false;
     if (!(e->flags & AOI__LIVE))
       continue;
     live++;

@@ -15,6 +15,11 @@
  * reserves for (an arrival in the shard its position names, a slot in a
  * handoff batch), and moves them when a later move names another shard.
  *
+ * A reference (aoi_ref_of, aoi_move_ref) is a handle and its generation,
+ * which every removal bumps, so a reference outlives neither its entity
+ * nor the handle's reuse; a move by reference is aoi_move without the id
+ * lookup (move_handle serves both).
+ *
  * The per-handle tables (world.h) live in one block, grown here. This file
  * also frees everything the host side holds (aoi__host_free).
  */
@@ -38,8 +43,8 @@ typedef struct handle_tables {
   float *appeal;
   aoi__outbox *outbox;
   uint64_t *idof;
-  uint32_t *event_at, *queued, *free_handles, *limbo, *limbo_old, *backlog,
-      *assigned;
+  uint32_t *event_at, *queued, *generation, *free_handles, *limbo, *limbo_old,
+      *backlog, *assigned;
   uint8_t *in_backlog;
 } handle_tables;
 
@@ -66,6 +71,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(idof, uint64_t);
   TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
+  TABLE(generation, uint32_t);
   TABLE(free_handles, uint32_t);
   TABLE(limbo, uint32_t);
   TABLE(limbo_old, uint32_t);
@@ -129,6 +135,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
+    memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
     memcpy(t.in_backlog, w->in_backlog, old);
     memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
     memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
@@ -144,6 +151,8 @@ static int reserve_handle(aoi_world *w)
   memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
   memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
+  for (uint32_t h = old; h < cap; h++)
+    t.generation[h] = 1; /* so that no reference is 0 */
   memset(t.in_backlog + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
@@ -154,6 +163,7 @@ static int reserve_handle(aoi_world *w)
   w->idof = t.idof;
   w->event_at = t.event_at;
   w->queued = t.queued;
+  w->generation = t.generation;
   w->in_backlog = t.in_backlog;
   w->free_handles = t.free_handles;
   w->limbo = t.limbo;
@@ -187,9 +197,9 @@ static unsigned route(const aoi_world *w, uint32_t h)
    one. */
 static int reserve_record(aoi_world *w, uint32_t h, unsigned shard)
 {
-  if (w->queued[h] != AOI__NONE)
-    return 0;
   aoi__queue *q = &w->shards[shard].queue;
+  if (w->queued[h] != AOI__NONE || q->count < q->capacity)
+    return 0;
   return aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
                       q->count + 1, sizeof(aoi__record));
 }
@@ -227,8 +237,8 @@ static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
 
 /* Points a record of `shard` at the shard its new position names, moving
    the counted handoff with it. */
-static void retarget(aoi_world *w, aoi__record *r, unsigned shard,
-                     unsigned to)
+static inline void retarget(aoi_world *w, aoi__record *r, unsigned shard,
+                            unsigned to)
 {
   if (r->target == to)
     return;
@@ -315,31 +325,43 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   return 0;
 }
 
-/* The prologue of an operation on a live entity: the checks in their
-   documented order (`invalid` is the argument check's verdict), then room
-   for its record in the queue of the shard that owns the entity. */
-static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
-                    unsigned *shard)
+/* The first checks of an operation on a live entity named by its id, in
+   their documented order after the world's: AOI_EBUSY, AOI_ENOENT. */
+static int find_handle(const aoi_world *w, uint64_t id, uint32_t *h)
 {
   if (w->in_flight)
     return AOI_EBUSY;
   *h = aoi__live_handle(w, id);
-  if (*h == AOI__NONE)
-    return AOI_ENOENT;
-  if (invalid != 0)
-    return invalid;
-  *shard = route(w, *h);
-  return reserve_record(w, *h, *shard);
+  return *h == AOI__NONE ? AOI_ENOENT : 0;
 }
 
-int aoi_move(aoi_world *w, uint64_t id, float x, float y)
+/* The rest of an operation's prologue once its live handle h is found:
+   the argument check's verdict (`invalid`), then room for its record in
+   the queue of the shard that owns the entity. */
+static int prepare_op(aoi_world *w, uint32_t h, int invalid, unsigned *shard)
 {
-  if (w == NULL)
-    return AOI_EINVAL;
-  uint32_t h;
+  if (invalid != 0)
+    return invalid;
+  *shard = route(w, h);
+  return reserve_record(w, h, *shard);
+}
+
+/* The prologue of an operation on a live entity: the checks in their
+   documented order, then room for its record. */
+static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
+                    unsigned *shard)
+{
+  int rc = find_handle(w, id, h);
+  return rc != 0 ? rc : prepare_op(w, *h, invalid, shard);
+}
+
+/* aoi_move of live handle h, from its coordinate check on: aoi_move and
+   aoi_move_ref differ only in how they find h. */
+static int move_handle(aoi_world *w, uint32_t h, float x, float y)
+{
   unsigned shard;
-  int rc = begin_op(w, id, isfinite(x) && isfinite(y) ? 0 : AOI_ECOORD, &h,
-                    &shard);
+  int rc = prepare_op(w, h, isfinite(x) && isfinite(y) ? 0 : AOI_ECOORD,
+                      &shard);
   if (rc != 0)
     return rc;
   aoi__record *r = record_of(w, h, shard);
@@ -350,6 +372,15 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
      two workers need room for it: count it, to reserve before the tick. */
   retarget(w, r, shard, aoi__layout_shard(&w->layout, x, y));
   return 0;
+}
+
+int aoi_move(aoi_world *w, uint64_t id, float x, float y)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  int rc = find_handle(w, id, &h);
+  return rc != 0 ? rc : move_handle(w, h, x, y);
 }
 
 /* Keeps *high at or above every live value as one goes from `was` to
@@ -448,6 +479,9 @@ int aoi_remove(aoi_world *w, uint64_t id)
   aoi__host_entity *e = &w->host[h];
   aoi__idmap_del(&w->ids, id);
   e->flags &= ~AOI__LIVE;
+  /* Every reference to it is refused from now on, whoever takes the handle
+     next (0 is never a generation). */
+  w->generation[h] = w->generation[h] == UINT32_MAX ? 1 : w->generation[h] + 1;
   w->live--;
   if (e->appeal > 0 && e->appeal == w->appeal_high)
     w->appeal_high_dirty = true;
@@ -476,4 +510,50 @@ int aoi_remove(aoi_world *w, uint64_t id)
   r->what = AOI__RECORD_REMOVE;
   w->limbo[w->limbo_count++] = h;
   return 0;
+}
+
+/* ---- references --------------------------------------------------------- */
+
+/* An aoi_ref is a handle's generation << 32 | the handle: 0 never is one,
+   since no generation is 0. */
+static aoi_ref ref_of_handle(const aoi_world *w, uint32_t h)
+{
+  return (aoi_ref)w->generation[h] << 32 | h;
+}
+
+/* The first checks of an operation on a live entity named by a reference,
+   as find_handle's: AOI_EBUSY, then AOI_ENOENT for anything but a live
+   entity's reference (a handle never taken, a generation bumped by a
+   removal since, or one no add has issued yet). */
+static int find_ref(const aoi_world *w, aoi_ref ref, uint32_t *h)
+{
+  if (w->in_flight)
+    return AOI_EBUSY;
+  uint32_t at = (uint32_t)ref;
+  if (at >= w->handle_count || w->generation[at] != (uint32_t)(ref >> 32) ||
+      !(w->host[at].flags & AOI__LIVE))
+    return AOI_ENOENT;
+  *h = at;
+  return 0;
+}
+
+int aoi_ref_of(aoi_world *w, uint64_t id, aoi_ref *ref)
+{
+  if (w == NULL || ref == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  int rc = find_handle(w, id, &h);
+  if (rc != 0)
+    return rc;
+  *ref = ref_of_handle(w, h);
+  return 0;
+}
+
+int aoi_move_ref(aoi_world *w, aoi_ref ref, float x, float y)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  int rc = find_ref(w, ref, &h);
+  return rc != 0 ? rc : move_handle(w, h, x, y);
 }

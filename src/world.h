@@ -426,6 +426,9 @@ struct aoi_world {
   uint8_t *in_backlog;                    /* per handle: in backlog[] */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
+  uint32_t *generation;    /* per handle: the high half of its live
+                              entity's aoi_ref; never 0, bumped when the
+                              entity is removed (submit.c) */
   uint32_t *free_handles; /* handle_capacity each, like every per-handle */
   uint32_t free_count;     /* table: one block, see submit.c */
   uint32_t *limbo;         /* removed before this tick */

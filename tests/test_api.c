@@ -553,6 +553,8 @@ static void test_null_arguments(void **state)
 
   assert_int_equal(aoi_add(NULL, 1, 0, 0, 1, WM, ALL, ALL), AOI_EINVAL);
   assert_int_equal(aoi_move(NULL, 1, 0, 0), AOI_EINVAL);
+  assert_int_equal(aoi_move_ref(NULL, 1, 0, 0), AOI_EINVAL);
+  assert_int_equal(aoi_ref_of(NULL, 1, NULL), AOI_EINVAL);
   assert_int_equal(aoi_set_radius(NULL, 1, 1), AOI_EINVAL);
   assert_int_equal(aoi_set_layers(NULL, 1, 1, 1), AOI_EINVAL);
   assert_int_equal(aoi_set_appeal(NULL, 1, 1), AOI_EINVAL);
@@ -583,6 +585,7 @@ static void test_null_arguments(void **state)
   assert_int_equal(aoi_pending(w, NULL, &count), AOI_EINVAL);
   assert_int_equal(aoi_pending(w, &ids, NULL), AOI_EINVAL);
   assert_int_equal(aoi_stats_get(w, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_ref_of(w, 1, NULL), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, buffer, 4, NULL), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, NULL, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_watchers_of(w, 1, buffer, 4, NULL), AOI_EINVAL);

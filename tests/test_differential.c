@@ -33,6 +33,18 @@
  * member at d and a newcomer at d - H, or two newcomers at d), with crowds
  * likelier. The v1 cases draw none of this: their streams are as before.
  *
+ * A share of the moves (about one in three) goes through references
+ * (aoi_ref_of, aoi_move_ref) instead of ids. Each slot keeps the reference
+ * it last took, across ticks, removes and respawns, as a host would: a
+ * move by reference of an entity removed since, or respawned since (under
+ * the same id, the same tick or later), must be refused with AOI_ENOENT
+ * and change nothing, whatever its coordinates; the host then takes the
+ * new entity's reference and moves by it. aoi_ref_of must give back the
+ * cached reference while the entity lives, and AOI_ENOENT (writing
+ * nothing) for an id that is not live. Which moves take that path is drawn
+ * from a generator of its own, so the stream of operations is the same as
+ * without references.
+ *
  * The operations depend on the seed and shape only, so every layout of a
  * seed replays the same stream. On a failure the stream so far is written as
  * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
@@ -117,6 +129,9 @@ typedef struct slot {
   size_t live_index;
   aoi_event *outbox; /* what aoi_drain must give back */
   size_t outbox_count, outbox_capacity;
+  uint32_t life;    /* successful adds of this id so far */
+  aoi_ref ref;      /* the reference taken last (0: none), in ... */
+  uint32_t ref_life; /* ... this life: stale unless live in the same */
 } slot;
 
 /* An outbox drained this round: the borrowed events and where their copy
@@ -131,6 +146,8 @@ typedef struct diff_case {
   unsigned seed, threads, shards;
   aoi_config config;
   uint64_t rng;
+  uint64_t ref_rng; /* which moves go by reference: apart from the stream */
+  uint64_t ref_moves, stale_refused; /* for AOI_DIFF_VERBOSE */
   aoi_world *world;
   model *m;
   slot slots[POOL_MAX]; /* sorted by id */
@@ -422,6 +439,7 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
   slot *s = slot_of(c, id);
   if (want == 0 && s != NULL) {
     set_live(c, s, 1);
+    s->life++;
     s->appeal = 0; /* a new entity: appeal and cap are 0 again */
     s->flags = flags;
     s->x = x;
@@ -431,15 +449,69 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
   return want;
 }
 
+/* The reference a host holding slot s (or none, for an id outside the
+   pool) would move id by: the cached one while it is the live entity's;
+   else, after checking that the stale one is refused, a fresh one from
+   aoi_ref_of; for an id that is not live, the stale one, or 0. */
+static aoi_ref ref_for_move(diff_case *c, slot *s, uint64_t id, float x,
+                            float y) {
+  char call[128];
+  int live = s != NULL && s->live;
+  if (s != NULL && s->ref != 0 && live && s->ref_life != s->life) {
+    /* Respawned since: its old reference must not reach the new entity,
+       even with bad coordinates (ENOENT comes first). */
+    float bx = rng_chance(&c->ref_rng, 0.25) ? NAN : x;
+    int got = aoi_move_ref(c->world, s->ref, bx, y);
+    snprintf(call, sizeof call,
+             "aoi_move_ref(stale reference of %" PRIu64 ", %.9g, %.9g)", id,
+             (double)bx, (double)y);
+    check_code(c, call, got, AOI_ENOENT);
+    c->stale_refused++;
+    s->ref = 0;
+  }
+  if (live && (s->ref == 0 || rng_chance(&c->ref_rng, 0.1))) {
+    aoi_ref ref = SENTINEL;
+    int got = aoi_ref_of(c->world, id, &ref);
+    snprintf(call, sizeof call, "aoi_ref_of(%" PRIu64 ")", id);
+    check_code(c, call, got, 0);
+    if (ref == 0 || (s->ref != 0 && ref != s->ref))
+      case_fail(c, "aoi_ref_of(%" PRIu64 ") gave %#" PRIx64 ", cached %#"
+                PRIx64, id, ref, s->ref);
+    s->ref = ref;
+    s->ref_life = s->life;
+  }
+  if (!live) {
+    aoi_ref ref = SENTINEL;
+    int got = aoi_ref_of(c->world, id, &ref);
+    snprintf(call, sizeof call, "aoi_ref_of(%" PRIu64 ") of no entity", id);
+    check_code(c, call, got, AOI_ENOENT);
+    if (ref != SENTINEL)
+      case_fail(c, "%s wrote its out-parameter", call);
+    if (s != NULL && s->ref != 0)
+      c->stale_refused++;
+  }
+  return s != NULL ? s->ref : 0;
+}
+
 static int op_move(diff_case *c, uint64_t id, float x, float y) {
   char call[128];
   trace_line(c, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(c->m, id, x, y);
-  int got = aoi_move(c->world, id, x, y);
-  snprintf(call, sizeof call, "aoi_move(%" PRIu64 ", %.9g, %.9g)", id,
-           (double)x, (double)y);
-  check_code(c, call, got, want);
   slot *s = slot_of(c, id);
+  int got;
+  if (rng_chance(&c->ref_rng, 1.0 / 3)) {
+    aoi_ref ref = ref_for_move(c, s, id, x, y);
+    got = aoi_move_ref(c->world, ref, x, y);
+    snprintf(call, sizeof call,
+             "aoi_move_ref(%#" PRIx64 " of %" PRIu64 ", %.9g, %.9g)", ref, id,
+             (double)x, (double)y);
+    c->ref_moves++;
+  } else {
+    got = aoi_move(c->world, id, x, y);
+    snprintf(call, sizeof call, "aoi_move(%" PRIu64 ", %.9g, %.9g)", id,
+             (double)x, (double)y);
+  }
+  check_code(c, call, got, want);
   if (want == 0 && s != NULL) {
     s->x = x;
     s->y = y;
@@ -1511,6 +1583,7 @@ static void setup_case(diff_case *c, unsigned seed, aoi_shape shape) {
   c->seed = seed;
   c->rng = UINT64_C(0xa0761d6478bd642f) * (seed + 1) + (uint64_t)shape * 7919;
   rng_next(r);
+  c->ref_rng = c->rng ^ UINT64_C(0x5851f42d4c957f2d);
   aoi_config_default(&c->config);
   c->config.shape = shape;
   c->config.max_radius = max_radii[rng_below(r, 5)];
@@ -1643,10 +1716,12 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   if (env_unsigned("AOI_DIFF_VERBOSE", 0))
     printf("seed %u %s%s threads %u shards %u: %u ticks, %zu live, %" PRIu64
            " calls, %" PRIu64 " events, %" PRIu64 " handoffs, %" PRIu64
-           " ghosts\n",
+           " ghosts, %" PRIu64 " moves by reference, %" PRIu64
+           " stale references refused\n",
            seed, shape_name(shape), c->policies ? " policies" : "", threads,
            shards, c->tick, c->live_count,
-           c->calls_checked, c->events_checked, c->handoffs, c->ghosts);
+           c->calls_checked, c->events_checked, c->handoffs, c->ghosts,
+           c->ref_moves, c->stale_refused);
   current = NULL;
   free_case(c);
 }

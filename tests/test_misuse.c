@@ -113,6 +113,8 @@ static void calls_in_flight_are_busy(void **state)
     crowd_step(ref, step, 100);
     assert_int_equal(aoi_tick_end(w), AOI_EINVAL); /* none in flight */
     assert_int_equal(aoi_tick_poll(w), AOI_EINVAL);
+    aoi_ref one = 0, unwritten = 77;
+    assert_int_equal(aoi_ref_of(w, 1, &one), 0);
     assert_int_equal(aoi_tick_begin(w), 0);
     /* Everything but poll, end and destroy is refused, and changes nothing. */
     const aoi_event *e = NULL;
@@ -124,6 +126,10 @@ static void calls_in_flight_are_busy(void **state)
     assert_int_equal(aoi_tick(w), AOI_EBUSY);
     assert_int_equal(aoi_add(w, 5000, 1, 1, 1, WM, ALL, ALL), AOI_EBUSY);
     assert_int_equal(aoi_move(w, 1, 50, 50), AOI_EBUSY);
+    assert_int_equal(aoi_move_ref(w, one, 50, 50), AOI_EBUSY);
+    assert_int_equal(aoi_move_ref(w, 0, NAN, 50), AOI_EBUSY);
+    assert_int_equal(aoi_ref_of(w, 1, &unwritten), AOI_EBUSY);
+    assert_int_equal(aoi_ref_of(w, 99999, &unwritten), AOI_EBUSY);
     assert_int_equal(aoi_set_radius(w, 1, 3), AOI_EBUSY);
     assert_int_equal(aoi_set_layers(w, 1, 0, 0), AOI_EBUSY);
     assert_int_equal(aoi_set_appeal(w, 1, 40), AOI_EBUSY);
@@ -141,6 +147,7 @@ static void calls_in_flight_are_busy(void **state)
     assert_null(e);
     assert_null(ids);
     assert_int_equal(n, 77);
+    assert_true(unwritten == 77);
     /* The host's own logic runs meanwhile; poll until done. */
     int polled;
     while ((polled = aoi_tick_poll(w)) == 0)

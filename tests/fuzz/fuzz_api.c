@@ -18,7 +18,11 @@
  *   `edge`, which puts one entity exactly on the edge of another's reach or
  *   one float step beside it; with policies also `appeal` (a value from the
  *   radius table: 0, max_radius, above it, NaN, infinities, negatives) and
- *   `cap` (0, 1, 2, a few, 2^31, 2^32 - 1).
+ *   `cap` (0, 1, 2, a few, 2^31, 2^32 - 1). One of the two move opcodes
+ *   moves by reference (aoi_move_ref with the reference aoi_ref_of gave
+ *   at the id's latest add, after checking that aoi_ref_of still gives it,
+ *   and that the reference of the id's previous life is refused): the
+ *   same operation by another path, so old inputs keep their meaning.
  * Inputs without bit 7 of byte 3 read as they did before the policies
  * existed, so the corpus and the regressions keep their meaning.
  * Ids come from a table of 64 (small ones and extremes such as 0 and
@@ -172,6 +176,8 @@ static unsigned next_byte(reader *r) {
 
 typedef struct slot {
   int live;
+  aoi_ref ref;   /* taken at its latest add (0: never added) */
+  aoi_ref stale; /* the one of the life before, to be refused */
   unsigned flags;
   float x, y, radius;
   aoi_event *outbox; /* the events aoi_drain must give back */
@@ -303,6 +309,9 @@ static void op_add(fuzz_run *f, reader *r) {
   check_code(f, "aoi_add", got, want);
   if (got == 0) {
     slot *s = &f->slots[index];
+    if (s->ref != 0)
+      s->stale = s->ref;
+    check_code(f, "aoi_ref_of", aoi_ref_of(f->world, id, &s->ref), 0);
     s->live = 1;
     s->flags = flags;
     s->x = x;
@@ -311,24 +320,44 @@ static void op_add(fuzz_run *f, reader *r) {
   }
 }
 
-static void move_to(fuzz_run *f, size_t index, float x, float y) {
+/* aoi_move_ref of the slot's reference, once the one of its previous life
+   was refused and aoi_ref_of gave it (or AOI_ENOENT when not live). */
+static int move_by_ref(fuzz_run *f, size_t index, float x, float y) {
+  slot *s = &f->slots[index];
+  uint64_t id = ids[index];
+  aoi_ref now = 0;
+
+  if (s->stale != 0)
+    check_code(f, "aoi_move_ref of a reference before a respawn",
+               aoi_move_ref(f->world, s->stale, x, y), AOI_ENOENT);
+  check_code(f, "aoi_ref_of", aoi_ref_of(f->world, id, &now),
+             s->live ? 0 : AOI_ENOENT);
+  if (now != (s->live ? s->ref : 0))
+    fail(f, "aoi_ref_of(%" PRIu64 ") gave %#" PRIx64 ", its add %#" PRIx64,
+         id, now, s->ref);
+  return aoi_move_ref(f->world, s->ref, x, y);
+}
+
+static void move_to(fuzz_run *f, size_t index, float x, float y,
+                    int by_ref) {
   uint64_t id = ids[index];
 
   trace_line(f, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(f->m, id, x, y);
-  int got = aoi_move(f->world, id, x, y);
-  check_code(f, "aoi_move", got, want);
+  int got = by_ref ? move_by_ref(f, index, x, y)
+                   : aoi_move(f->world, id, x, y);
+  check_code(f, by_ref ? "aoi_move_ref" : "aoi_move", got, want);
   if (got == 0) {
     f->slots[index].x = x;
     f->slots[index].y = y;
   }
 }
 
-static void op_move(fuzz_run *f, reader *r) {
+static void op_move(fuzz_run *f, reader *r, int by_ref) {
   size_t index = next_byte(r) % ID_COUNT;
   float x = coord_of(next_byte(r));
   float y = coord_of(next_byte(r));
-  move_to(f, index, x, y);
+  move_to(f, index, x, y, by_ref);
 }
 
 static void op_radius(fuzz_run *f, reader *r) {
@@ -588,7 +617,7 @@ static void op_edge(fuzz_run *f, reader *r) {
     x = nextafterf(x, dx < 0 ? -INFINITY : INFINITY);
   else if (nudge == 1)
     x = nextafterf(x, dx < 0 ? INFINITY : -INFINITY);
-  move_to(f, bi, x, y);
+  move_to(f, bi, x, y, 0);
 }
 
 static void op_appeal(fuzz_run *f, reader *r) {
@@ -716,8 +745,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       op_add(&f, &r);
       break;
     case OP_MOVE:
+      op_move(&f, &r, 0);
+      break;
     case OP_MOVE2:
-      op_move(&f, &r);
+      op_move(&f, &r, 1);
       break;
     case OP_RADIUS:
       op_radius(&f, &r);
