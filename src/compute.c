@@ -134,13 +134,14 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                               aoi__grid_limit(n), shard_entry, src);
 }
 
-/* Two bits per handle, in two bitsets, all clear between watchers: held by
-   the view being computed (member), and, for a held marker the scan found,
-   whether it moved. Membership is then one load from a small array. */
+/* Two bits per handle, side by side (compute.h), all clear between
+   watchers: held by the view being computed (member), and, for a held
+   marker the scan found, whether it moved. Membership is then one load
+   from a small array. */
 static int reserve_members(aoi__worker *k)
 {
   uint32_t old = k->member_words;
-  uint32_t need = 2 * ((k->world->handle_count + 63) / 64);
+  uint32_t need = (k->world->handle_count + 31) / 32;
   if (need <= old)
     return 0;
   uint64_t *bits = aoi__calloc(&k->world->allocator, sizeof(uint64_t) * need);
@@ -163,7 +164,22 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
   if (shape->kind == AOI_SHAPE_CIRCLE) {
     const float *xs = g->x + begin, *ys = g->y + begin;
     double x = ax, y = ay, r2 = reach * reach;
-    for (uint32_t i = 0; i < n; i++) {
+    /* Two at a time in double lanes: the same operations, rounded the
+       same way, as the scalar tail. */
+    typedef double pair __attribute__((vector_size(16)));
+    typedef int64_t pair_mask __attribute__((vector_size(16)));
+    const pair px = {x, x}, py = {y, y}, pr = {r2, r2};
+    uint32_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      pair dx = (pair){xs[i], xs[i + 1]} - px;
+      pair dy = (pair){ys[i], ys[i + 1]} - py;
+      pair_mask in = dx * dx + dy * dy <= pr; /* -1 or 0 per lane */
+      hits[found] = begin + i;
+      found -= (uint32_t)in[0];
+      hits[found] = begin + i + 1;
+      found -= (uint32_t)in[1];
+    }
+    for (; i < n; i++) {
       double dx = (double)xs[i] - x, dy = (double)ys[i] - y;
       hits[found] = begin + i;
       found += dx * dx + dy * dy <= r2;
@@ -398,10 +414,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                     v + 1, sizeof(uint32_t)) != 0)) {
     /* keep the view, and the positions it was told; the bits go back to
        clear */
-    for (uint32_t i = 0; i < v; i++) {
-      aoi__clear_member(k, held[i]);
-      aoi__take_moved(k, held[i]);
-    }
+    aoi__clear_view_bits(k, held, v);
     return AOI_ENOMEM;
   }
   if (n > 0 &&
@@ -432,12 +445,12 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     uint32_t h = hs[i];
-    if (aoi__is_member(k, h)) { /* not met: it leaves */
-      aoi__clear_member(k, h);
+    unsigned bits = aoi__take_bits(k, h);
+    if (bits & AOI__BIT_MEMBER) { /* not met: it leaves */
       out[nl++] = h;
       continue;
     }
-    if (aoi__take_moved(k, h) | resync) {
+    if ((bits & AOI__BIT_MOVED) | resync) {
       if (move_events)
         moves[nm++] = h;
     }
@@ -583,8 +596,8 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t ql = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     uint32_t h = hs[i];
-    bool member = aoi__is_member(k, h), hit = aoi__take_moved(k, h);
-    aoi__clear_member(k, h);
+    unsigned bits = aoi__take_bits(k, h);
+    bool member = bits & AOI__BIT_MEMBER, hit = bits & AOI__BIT_MOVED;
     if (hit && !member) {
       out[ql++] = h;
       continue;

@@ -14,50 +14,69 @@
 
 /* ---- membership bitsets ------------------------------------------------- */
 
-/* Two bits per handle, in two bitsets after one another (reserve_members,
-   compute.c): whether the view being computed holds the handle (member),
-   and, for a held marker the scan met, whether it moved. All clear between
-   watchers. */
+/* Two bits per handle (reserve_members, compute.c), side by side in one
+   word, so that one load answers both and one store clears both: whether
+   the view being computed holds the handle (member), and, for a held
+   marker the scan met, whether it moved. All clear between watchers. */
+#define AOI__BIT_MEMBER 1u
+#define AOI__BIT_MOVED 2u
+
+static inline uint64_t *aoi__bits_word(const aoi__worker *k, uint32_t h)
+{
+  AOI__ASSERT(h / 32 < k->member_words);
+  return &k->member[h / 32];
+}
+
+static inline unsigned aoi__bits_shift(uint32_t h)
+{
+  return 2 * (h % 32);
+}
+
 static inline bool aoi__is_member(const aoi__worker *k, uint32_t h)
 {
-  AOI__ASSERT(h / 64 < k->member_words / 2);
-  return (k->member[h / 64] >> (h % 64)) & 1;
+  return (*aoi__bits_word(k, h) >> aoi__bits_shift(h)) & AOI__BIT_MEMBER;
 }
 
 static inline void aoi__set_member(aoi__worker *k, uint32_t h)
 {
-  AOI__ASSERT(h / 64 < k->member_words / 2);
-  k->member[h / 64] |= (uint64_t)1 << (h % 64);
+  *aoi__bits_word(k, h) |= (uint64_t)AOI__BIT_MEMBER << aoi__bits_shift(h);
 }
 
 static inline void aoi__clear_member(aoi__worker *k, uint32_t h)
 {
-  k->member[h / 64] &= ~((uint64_t)1 << (h % 64));
+  *aoi__bits_word(k, h) &= ~((uint64_t)AOI__BIT_MEMBER << aoi__bits_shift(h));
 }
 
-/* The second bitset lies after the first. */
 static inline void aoi__set_moved(aoi__worker *k, uint32_t h)
 {
-  k->member[k->member_words / 2 + h / 64] |= (uint64_t)1 << (h % 64);
+  *aoi__bits_word(k, h) |= (uint64_t)AOI__BIT_MOVED << aoi__bits_shift(h);
 }
 
 static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
 {
-  uint64_t *word = &k->member[k->member_words / 2 + h / 64];
-  uint64_t bit = (uint64_t)1 << (h % 64);
+  uint64_t *word = aoi__bits_word(k, h);
+  uint64_t bit = (uint64_t)AOI__BIT_MOVED << aoi__bits_shift(h);
   bool was = (*word & bit) != 0;
   *word &= ~bit;
   return was;
+}
+
+/* Both bits of handle h (AOI__BIT_*), cleared. */
+static inline unsigned aoi__take_bits(aoi__worker *k, uint32_t h)
+{
+  uint64_t *word = aoi__bits_word(k, h);
+  unsigned shift = aoi__bits_shift(h);
+  unsigned bits = (unsigned)(*word >> shift) & 3u;
+  *word &= ~((uint64_t)3 << shift);
+  return bits;
 }
 
 /* Clears both bits of every handle of a view. */
 static inline void aoi__clear_view_bits(aoi__worker *k, const uint32_t *hs,
                                         uint32_t v)
 {
-  for (uint32_t i = 0; i < v; i++) {
-    aoi__clear_member(k, hs[i]);
-    aoi__take_moved(k, hs[i]);
-  }
+  for (uint32_t i = 0; i < v; i++)
+    *aoi__bits_word(k, hs[i]) &= ~((uint64_t)3 << aoi__bits_shift(hs[i]));
 }
 
 /* ---- enters: the candidates and their sort ------------------------------ */

@@ -333,8 +333,8 @@ typedef struct aoi__worker {
   uint32_t candidate_capacity;
   uint32_t *hits; /* a watcher's moves, before they follow its enters */
   uint32_t hit_capacity;
-  uint64_t *member; /* two bitsets over handles (see reserve_members in
-                       compute.c); all clear between watchers */
+  uint64_t *member; /* two bits a handle, side by side (see reserve_members
+                       in compute.c); all clear between watchers */
   uint32_t member_words;
   /* The policies' scratch. A pick is a marker a watcher could see. */
   struct aoi__pick *picks;
