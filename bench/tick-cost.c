@@ -11,9 +11,14 @@
  *     after the tick, after 100 idle ticks.
  *   aoi-tick-cost wedge [--threads T]
  *     a 100 MB allocator budget, 10^6 moves of one entity, then ticks.
+ *   aoi-tick-cost spot [--threads T] [--entities N]
+ *     N entities (default 4000) added within a 10 x 10 square, radius 10,
+ *     no cap: the first tick, where everyone enters everyone's view (N^2
+ *     events), its time per event, and the delivery of them all.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +246,46 @@ static void run_wedge(unsigned threads)
   aoi_destroy(w);
 }
 
+static void count_events(void *user, uint64_t watcher, const aoi_event *ev,
+                         size_t count)
+{
+  (void)watcher;
+  (void)ev;
+  *(uint64_t *)user += count;
+}
+
+static void run_spot(unsigned threads, unsigned entities)
+{
+  aoi_config config;
+  aoi_config_default(&config);
+  config.threads = threads;
+  aoi_world *w;
+  check(aoi_create(&config, &w), "aoi_create");
+  uint64_t state = 1;
+  for (unsigned i = 0; i < entities; i++) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    float x = 500 + (float)(state >> 40 & 0xffff) / 6553.6f;
+    float y = 500 + (float)(state >> 20 & 0xffff) / 6553.6f;
+    check(aoi_add(w, i + 1, x, y, 10, AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
+          "aoi_add");
+  }
+  double t0 = now_us();
+  check(aoi_tick(w), "aoi_tick");
+  double t1 = now_us();
+  uint64_t delivered = 0;
+  for (unsigned s = 0; s < aoi_delivery_segments(w); s++)
+    check(aoi_deliver(w, s, count_events, &delivered), "aoi_deliver");
+  double t2 = now_us();
+  aoi_stats stats;
+  check(aoi_stats_get(w, &stats), "aoi_stats_get");
+  printf("threads %u entities %u on one spot: first tick %.1f ms, %" PRIu64
+         " events (%.1f ns an event), delivered %" PRIu64 " in %.1f ms\n",
+         threads, entities, (t1 - t0) / 1e3, stats.events,
+         (t1 - t0) * 1e3 / (double)(stats.events ? stats.events : 1),
+         delivered, (t2 - t1) / 1e3);
+  aoi_destroy(w);
+}
+
 int main(int argc, char **argv)
 {
   unsigned threads = 2, entities = 0, ops = 0, ticks = 100000;
@@ -264,8 +309,11 @@ int main(int argc, char **argv)
     run_flood(threads);
   else if (strcmp(mode, "wedge") == 0)
     run_wedge(threads);
+  else if (strcmp(mode, "spot") == 0)
+    run_spot(threads, entities ? entities : 4000);
   else
-    return fprintf(stderr, "usage: aoi-tick-cost ticks|flood|wedge [flags]\n"),
+    return fprintf(stderr,
+                   "usage: aoi-tick-cost ticks|flood|wedge|spot [flags]\n"),
            2;
   return 0;
 }
