@@ -530,52 +530,58 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t r[4], n = 0, nh = 0, nl = 0;
   aoi__reach_box(shape, e->x, e->y, outer, box);
   aoi__grid_range(g, box, r);
-  uint32_t cells = g->width * g->height;
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++)
-    for (uint32_t cx = r[0]; cx <= r[2]; cx++) {
-      uint32_t c = cy * g->width + cx;
-      /* the cell's changed markers, then its departures */
-      for (int pass = 0; pass < 2; pass++) {
-        uint32_t from = pass == 0 ? AOI__GRID_CLASSES * c
-                                  : AOI__GRID_CLASSES * cells + c;
-        for (uint32_t i = g->start[from]; i < g->start[from + 1]; i++) {
-          /* Where a held marker stood is within reach, so a changed
-             marker out of reach is no enter and, if held, has moved and
-             left a departure in reach. */
-          if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
-            continue;
-          uint32_t h = g->handle[i];
-          if (h == e->handle || aoi__take_moved(k, h)) {
-            if (h != e->handle)
-              aoi__set_moved(k, h); /* met before: a hit is taken once */
-            continue;
-          }
-          if (aoi__is_member(k, h)) {
-            /* held: it leaves or moves */
-            const aoi__mark *m = &mark[h];
-            if ((m->layers & e->interest) == 0 ||
-                !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
-              aoi__clear_member(k, h);
-              nl++;
-            } else if (!move_events || m->moved != (uint32_t)tick) {
-              continue;
-            }
-            aoi__set_moved(k, h);
-            nh++;
-            continue;
-          }
-          /* not held: a changed marker (each is listed once) may enter */
-          if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
-              !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
-            continue;
-          if (!aoi__reserve_candidate(k, n)) {
-            aoi__clear_view_bits(k, held, v);
-            return AOI_ENOMEM;
-          }
-          k->candidates[n++] = (aoi__candidate){g->id[i], h};
+  uint32_t departed = AOI__GRID_CLASSES * g->width * g->height;
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    const uint32_t row_range[4] = {r[0], cy, r[2], cy};
+    if (aoi__grid_dirty(g, row_range) == 0) /* nothing changed there */
+      continue;
+    uint32_t row = cy * g->width;
+    /* each cell's changed markers, then the row's departures, which lie
+       together */
+    for (uint32_t cx = r[0]; cx <= r[2] + 1; cx++) {
+      int pass = cx > r[2];
+      uint32_t from = pass == 0 ? AOI__GRID_CLASSES * (row + cx)
+                                : departed + row + r[0];
+      uint32_t to = pass == 0 ? g->start[from + 1]
+                              : g->start[departed + row + r[2] + 1];
+      for (uint32_t i = g->start[from]; i < to; i++) {
+        /* Where a held marker stood is within reach, so a changed
+           marker out of reach is no enter and, if held, has moved and
+           left a departure in reach. */
+        if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
+          continue;
+        uint32_t h = g->handle[i];
+        if (h == e->handle || aoi__take_moved(k, h)) {
+          if (h != e->handle)
+            aoi__set_moved(k, h); /* met before: a hit is taken once */
+          continue;
         }
+        if (aoi__is_member(k, h)) {
+          /* held: it leaves or moves */
+          const aoi__mark *m = &mark[h];
+          if ((m->layers & e->interest) == 0 ||
+              !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
+            aoi__clear_member(k, h);
+            nl++;
+          } else if (!move_events || m->moved != (uint32_t)tick) {
+            continue;
+          }
+          aoi__set_moved(k, h);
+          nh++;
+          continue;
+        }
+        /* not held: a changed marker (each is listed once) may enter */
+        if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
+            !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+          continue;
+        if (!aoi__reserve_candidate(k, n)) {
+          aoi__clear_view_bits(k, held, v);
+          return AOI_ENOMEM;
+        }
+        k->candidates[n++] = (aoi__candidate){g->id[i], h};
       }
     }
+  }
   if (nh + n == 0) {
     aoi__clear_view_bits(k, held, v);
     return 0;
