@@ -460,19 +460,10 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     hs[kept++] = h;
   }
-  if (n > 0) {
-    aoi__candidate *enters = k->candidates;
-    aoi__sort_by_id(enters, n, aoi__spare_candidates(k));
-    for (uint32_t j = 0; j < n; j++)
-      out[nl + j] = enters[j].handle;
-    aoi__merge_enters(view, told_now, kept, enters, n, w->idof, w->mark);
-  } else {
-    view->count = kept;
-  }
+  aoi__view_enter(k, view, told_now, kept, n, out + nl);
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  if (v + n > 0)
-    aoi__commit_events(k, e, nl, n, nm);
+  aoi__commit_events(k, e, nl, n, nm);
   k->view_sum += view->count;
   k->view_n++;
   if (policy)
@@ -595,8 +586,6 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   }
   AOI__STRESS();
-  aoi__candidate *enters = k->candidates;
-  aoi__sort_by_id(enters, n, aoi__spare_candidates(k));
   uint32_t *hs = view->handles, *moves = k->hits;
   uint32_t *out = rec + AOI__RECORD_HEADER;
   uint32_t ql = 0, nm = 0, kept = 0;
@@ -612,11 +601,9 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       moves[nm++] = h;
     hs[kept++] = h;
   }
-  for (uint32_t j = 0; j < n; j++)
-    out[nl + j] = enters[j].handle;
+  aoi__view_enter(k, view, NULL, kept, n, out + nl);
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  aoi__merge_enters(view, NULL, kept, enters, n, w->idof, w->mark);
   aoi__commit_events(k, e, nl, n, nm);
   return 0;
 }

@@ -79,7 +79,7 @@ static inline void aoi__clear_view_bits(aoi__worker *k, const uint32_t *hs,
     *aoi__bits_word(k, hs[i]) &= ~((uint64_t)3 << aoi__bits_shift(hs[i]));
 }
 
-/* ---- enters: the candidates and their sort ------------------------------ */
+/* ---- enters: the candidates ---------------------------------------------- */
 
 /* Room for one more candidate; false when it cannot grow. The spare half
    (for the radix sort) grows with it. */
@@ -101,62 +101,15 @@ static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
   return true;
 }
 
-static inline aoi__candidate *aoi__spare_candidates(aoi__worker *k)
-{
-  return k->candidates == NULL ? NULL : k->candidates + k->candidate_capacity;
-}
-
-/* Sorts enters by id in place, without allocating: insertion sort for the
-   usual handful, an LSD radix sort on the bytes that differ for a crowd
-   (a first tick among thousands), with `spare` as its second buffer. */
-static inline void aoi__sort_by_id(aoi__candidate *c, uint32_t n,
-                                   aoi__candidate *spare)
-{
-  if (n > 64 && spare != NULL) {
-    uint64_t all_or = 0, all_and = ~(uint64_t)0;
-    for (uint32_t i = 0; i < n; i++) {
-      all_or |= c[i].id;
-      all_and &= c[i].id;
-    }
-    uint64_t differ = all_or ^ all_and;
-    aoi__candidate *from = c, *to = spare;
-    for (unsigned shift = 0; shift < 64; shift += 8) {
-      if (((differ >> shift) & 0xff) == 0)
-        continue;
-      uint32_t count[257] = {0};
-      for (uint32_t i = 0; i < n; i++)
-        count[((from[i].id >> shift) & 0xff) + 1]++;
-      for (unsigned b = 0; b < 256; b++)
-        count[b + 1] += count[b];
-      for (uint32_t i = 0; i < n; i++)
-        to[count[(from[i].id >> shift) & 0xff]++] = from[i];
-      aoi__candidate *swap = from;
-      from = to;
-      to = swap;
-    }
-    if (from != c)
-      memcpy(c, from, sizeof(*c) * n);
-    return;
-  }
-  for (uint32_t i = 1; i < n; i++) {
-    aoi__candidate v = c[i];
-    uint32_t j = i;
-    while (j > 0 && c[j - 1].id > v.id) {
-      c[j] = c[j - 1];
-      j--;
-    }
-    c[j] = v;
-  }
-}
-
 /* ---- views (view.c) ----------------------------------------------------- */
 
-/* Merges `n` enters (by id) into the view's first `kept` handles (by id),
-   in place; the view has room for both. With `told`, an enter's told
-   position is its mark. */
-void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
-                       aoi__candidate *enters, uint32_t n, const uint64_t *idof,
-                       const aoi__mark *mark);
+/* Sorts the worker's `n` candidates (a watcher's enters) by id, writes
+   their handles to out[0..n) in that order, and merges them into the
+   view's first `kept` handles (by id) in place, the view having room for
+   both; with `told`, an enter's told position is its mark. With n = 0 the
+   view keeps its first `kept`. */
+void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
+                     uint32_t kept, uint32_t n, uint32_t *out);
 /* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
    AOI_ENOMEM (then nothing changed). */
 int aoi__view_reserve(const aoi_allocator *a, aoi__view *view, uint32_t need,

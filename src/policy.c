@@ -376,15 +376,7 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     hs[kept++] = h;
   }
-  if (ne > 0) {
-    aoi__candidate *enters = k->candidates;
-    aoi__sort_by_id(enters, ne, aoi__spare_candidates(k));
-    for (uint32_t j = 0; j < ne; j++)
-      out[nl + j] = enters[j].handle;
-    aoi__merge_enters(view, tp, kept, enters, ne, w->idof, mark);
-  } else {
-    view->count = kept;
-  }
+  aoi__view_enter(k, view, tp, kept, ne, out + nl);
   if (nm > 0)
     memcpy(out + nl + ne, moves, sizeof(uint32_t) * nm);
   aoi__commit_events(k, e, nl, ne, nm);

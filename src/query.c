@@ -98,17 +98,32 @@ static const aoi__entity *applied(const aoi_world *w, uint32_t h)
   return &w->shards[loc->shard].entities[loc->slot];
 }
 
-int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
-             size_t *count)
+/* The checks of a query about live entity `id`, in their documented order
+   (AOI_EINVAL, AOI_EBUSY, AOI_ENOENT), then its handle and its shard
+   record (NULL until a tick applied it). */
+static int query_entity(const aoi_world *w, uint64_t id, const uint64_t *ids,
+                        size_t capacity, const size_t *count, uint32_t *h,
+                        const aoi__entity **e)
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
   if (w->in_flight)
     return AOI_EBUSY;
-  uint32_t h = aoi__live_handle(w, id);
-  if (h == AOI__NONE)
+  *h = aoi__live_handle(w, id);
+  if (*h == AOI__NONE)
     return AOI_ENOENT;
-  const aoi__entity *e = applied(w, h);
+  *e = applied(w, *h);
+  return 0;
+}
+
+int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
+             size_t *count)
+{
+  uint32_t h;
+  const aoi__entity *e;
+  int rc = query_entity(w, id, ids, capacity, count, &h, &e);
+  if (rc != 0)
+    return rc;
   size_t n = e != NULL ? e->view.count : 0;
   for (size_t i = 0; i < n && i < capacity; i++)
     ids[i] = w->idof[e->view.handles[i]];
@@ -126,14 +141,11 @@ static bool view_holds(const aoi_world *w, const aoi__view *v, uint64_t id,
 int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
                     size_t *count)
 {
-  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
-    return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t h = aoi__live_handle(w, id);
-  if (h == AOI__NONE)
-    return AOI_ENOENT;
-  const aoi__entity *e = applied(w, h);
+  uint32_t h;
+  const aoi__entity *e;
+  int rc = query_entity(w, id, ids, capacity, count, &h, &e);
+  if (rc != 0)
+    return rc;
   uint32_t n = 0;
   if (e != NULL && (e->flags & AOI_MARKER)) {
     double d = w->last_ghost_reach;

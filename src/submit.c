@@ -355,6 +355,21 @@ static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
   return rc != 0 ? rc : prepare_op(w, *h, invalid, shard);
 }
 
+/* The record of a set_* operation on live entity `id`: the prologue
+   (begin_op, `invalid` being the argument check's verdict), then the
+   entity's record with `what` noted. NULL, with *rc, when a check fails;
+   nothing can fail after it. */
+static aoi__record *set_record(aoi_world *w, uint64_t id, int invalid,
+                               uint32_t what, uint32_t *h, int *rc)
+{
+  unsigned shard;
+  if ((*rc = begin_op(w, id, invalid, h, &shard)) != 0)
+    return NULL;
+  aoi__record *r = record_of(w, *h, shard);
+  r->what |= what;
+  return r;
+}
+
 /* aoi_move of live handle h, from its coordinate check on: aoi_move and
    aoi_move_ref differ only in how they find h. */
 static int move_handle(aoi_world *w, uint32_t h, float x, float y)
@@ -399,20 +414,19 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
   if (w == NULL)
     return AOI_EINVAL;
   uint32_t h;
-  unsigned shard;
-  int rc = begin_op(w, id, aoi__radius_ok(w, radius) ? 0 : AOI_ERADIUS, &h,
-                    &shard);
-  if (rc != 0)
+  int rc;
+  aoi__record *r =
+      set_record(w, id, aoi__radius_ok(w, radius) ? 0 : AOI_ERADIUS,
+                 AOI__RECORD_RADIUS, &h, &rc);
+  if (r == NULL)
     return rc;
+  r->radius = radius;
   aoi__host_entity *e = &w->host[h];
   if (e->flags & AOI_WATCHER) {
     w->radius_sum += (double)radius - (double)e->radius;
     track_high(&w->radius_high, &w->radius_high_dirty, e->radius, radius);
   }
   e->radius = radius;
-  aoi__record *r = record_of(w, h, shard);
-  r->what |= AOI__RECORD_RADIUS;
-  r->radius = radius;
   return 0;
 }
 
@@ -422,12 +436,10 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
   if (w == NULL)
     return AOI_EINVAL;
   uint32_t h;
-  unsigned shard;
-  int rc = begin_op(w, id, 0, &h, &shard);
-  if (rc != 0)
+  int rc;
+  aoi__record *r = set_record(w, id, 0, AOI__RECORD_LAYERS, &h, &rc);
+  if (r == NULL)
     return rc;
-  aoi__record *r = record_of(w, h, shard);
-  r->what |= AOI__RECORD_LAYERS;
   r->layers = layers;
   r->interest = interest;
   return 0;
@@ -438,17 +450,16 @@ int aoi_set_appeal(aoi_world *w, uint64_t id, float appeal)
   if (w == NULL)
     return AOI_EINVAL;
   uint32_t h;
-  unsigned shard;
-  int rc = begin_op(w, id, aoi__radius_ok(w, appeal) ? 0 : AOI_ERADIUS, &h,
-                    &shard);
-  if (rc != 0)
+  int rc;
+  aoi__record *r =
+      set_record(w, id, aoi__radius_ok(w, appeal) ? 0 : AOI_ERADIUS,
+                 AOI__RECORD_APPEAL, &h, &rc);
+  if (r == NULL)
     return rc;
+  r->appeal = appeal;
   aoi__host_entity *e = &w->host[h];
   track_high(&w->appeal_high, &w->appeal_high_dirty, e->appeal, appeal);
   e->appeal = appeal;
-  aoi__record *r = record_of(w, h, shard);
-  r->what |= AOI__RECORD_APPEAL;
-  r->appeal = appeal;
   return 0;
 }
 
@@ -457,12 +468,10 @@ int aoi_set_cap(aoi_world *w, uint64_t id, uint32_t cap)
   if (w == NULL)
     return AOI_EINVAL;
   uint32_t h;
-  unsigned shard;
-  int rc = begin_op(w, id, 0, &h, &shard);
-  if (rc != 0)
+  int rc;
+  aoi__record *r = set_record(w, id, 0, AOI__RECORD_CAP, &h, &rc);
+  if (r == NULL)
     return rc;
-  aoi__record *r = record_of(w, h, shard);
-  r->what |= AOI__RECORD_CAP;
   r->cap = cap;
   return 0;
 }

@@ -3,39 +3,93 @@
  *
  * A view (aoi__view, world.h) is the handles of the markers a watcher sees,
  * ordered by id, in one block with the positions each was last told when
- * the world has move bands. The compute step finds a watcher's enters,
- * sorts them by id (aoi__sort_by_id, compute.h) and merges them into the
- * kept handles in place (aoi__merge_enters); a view grows by
- * aoi__view_reserve, by the hint the worker's mean view gives
- * (aoi__view_hint). Queries find an id in a view by a binary search
- * (aoi__view_find).
+ * the world has move bands. The compute step finds a watcher's enters;
+ * aoi__view_enter sorts them by id and merges them into the kept handles
+ * in place. A view grows by aoi__view_reserve, by the hint the worker's
+ * mean view gives (aoi__view_hint). Queries find an id in a view by a
+ * binary search (aoi__view_find).
  */
 #include "compute.h"
 
 #include <string.h>
 
+/* The second half of the candidates' block, for the radix sort. */
+static aoi__candidate *spare_candidates(aoi__worker *k)
+{
+  return k->candidates == NULL ? NULL : k->candidates + k->candidate_capacity;
+}
+
+/* Sorts enters by id in place, without allocating: insertion sort for the
+   usual handful, an LSD radix sort on the bytes that differ for a crowd
+   (a first tick among thousands), with `spare` as its second buffer. */
+static inline __attribute__((always_inline)) void
+sort_by_id(aoi__candidate *c, uint32_t n, aoi__candidate *spare)
+{
+  if (n > 64 && spare != NULL) {
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (uint32_t i = 0; i < n; i++) {
+      all_or |= c[i].id;
+      all_and &= c[i].id;
+    }
+    uint64_t differ = all_or ^ all_and;
+    aoi__candidate *from = c, *to = spare;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+      if (((differ >> shift) & 0xff) == 0)
+        continue;
+      uint32_t count[257] = {0};
+      for (uint32_t i = 0; i < n; i++)
+        count[((from[i].id >> shift) & 0xff) + 1]++;
+      for (unsigned b = 0; b < 256; b++)
+        count[b + 1] += count[b];
+      for (uint32_t i = 0; i < n; i++)
+        to[count[(from[i].id >> shift) & 0xff]++] = from[i];
+      aoi__candidate *swap = from;
+      from = to;
+      to = swap;
+    }
+    if (from != c)
+      memcpy(c, from, sizeof(*c) * n);
+    return;
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    aoi__candidate v = c[i];
+    uint32_t j = i;
+    while (j > 0 && c[j - 1].id > v.id) {
+      c[j] = c[j - 1];
+      j--;
+    }
+    c[j] = v;
+  }
+}
+
+/* The first of hs[lo..hi), sorted by id, whose id is not below `id`. */
+static inline uint32_t lower_bound(const uint32_t *hs, const uint64_t *idof,
+                                   uint32_t lo, uint32_t hi, uint64_t id)
+{
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (idof[hs[mid]] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* Merges `n` enters (by id) into the view's first `kept` handles (by id),
    in place from the back; the view has room for both. Each enter finds
    its place by a binary search (ids are read from idof, scattered), then
    the runs between places move up in one pass without reading an id. */
-void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
-                       aoi__candidate *enters, uint32_t n,
-                       const uint64_t *idof, const aoi__mark *mark)
+static void merge_enters(aoi__view *view, float *told, uint32_t kept,
+                         aoi__candidate *enters, uint32_t n,
+                         const uint64_t *idof, const aoi__mark *mark)
 {
   AOI__ASSERT(kept + n <= view->capacity);
   uint32_t *hs = view->handles;
   uint32_t lo = 0;
   /* enters[j].id is no longer needed once placed: keep the place there */
   for (uint32_t j = 0; j < n; j++) {
-    uint64_t id = enters[j].id;
-    uint32_t hi = kept;
-    while (lo < hi) {
-      uint32_t mid = (lo + hi) / 2;
-      if (idof[hs[mid]] < id)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    lo = lower_bound(hs, idof, lo, kept, enters[j].id);
     enters[j].id = lo; /* the number of kept handles before it */
   }
   uint32_t i = kept, to = kept + n;
@@ -64,6 +118,20 @@ void aoi__merge_enters(aoi__view *view, float *told, uint32_t kept,
   view->count = kept + n;
 }
 
+void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
+                     uint32_t kept, uint32_t n, uint32_t *out)
+{
+  if (n == 0) { /* most watchers, most ticks */
+    view->count = kept;
+    return;
+  }
+  aoi__candidate *enters = k->candidates;
+  sort_by_id(enters, n, spare_candidates(k));
+  for (uint32_t j = 0; j < n; j++)
+    out[j] = enters[j].handle;
+  merge_enters(view, told, kept, enters, n, k->world->idof, k->world->mark);
+}
+
 void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
 {
   aoi__free(a, view->handles, aoi__view_bytes(view->capacity, told));
@@ -74,14 +142,7 @@ uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
                         uint64_t id)
 {
   const uint32_t *hs = view->handles;
-  uint32_t lo = 0, hi = view->count;
-  while (lo < hi) {
-    uint32_t mid = (lo + hi) / 2;
-    if (idof[hs[mid]] < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  uint32_t lo = lower_bound(hs, idof, 0, view->count, id);
   return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
 }
 
