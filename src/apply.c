@@ -80,7 +80,7 @@ static void depart(aoi__shard *s, const aoi__entity *e)
   aoi__ghost *d = &s->departed[s->departed_count++];
   d->id = e->id;
   d->handle = e->handle;
-  d->layers = 0;
+  d->layers = e->layers; /* as the last tick saw it (push.c) */
   d->x = e->x;
   d->y = e->y;
   d->shard = s->index;

@@ -60,6 +60,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     it->layers = e->layers;
     it->slot = i;
     it->radius = e->radius;
+    it->interest = (e->flags & AOI_WATCHER) ? e->interest : 0;
     uint32_t info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
       info |= AOI__ENTRY_MARKER;
@@ -69,7 +70,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
         info |= AOI__ENTRY_MOVED;
     }
     if (e->flags & AOI_WATCHER)
-      info |= AOI__ENTRY_WATCHER;
+      info |= AOI__ENTRY_WATCHER | (e->cap > 0 ? AOI__ENTRY_CAPPED : 0);
     if (e->changed == src->tick)
       info |= AOI__ENTRY_CHANGED;
     if (e->stale)
@@ -87,6 +88,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
   it->layers = g->layers;
   it->slot = AOI__NONE;
   it->radius = 0;
+  it->interest = 0;
   uint32_t info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
                   : (g->kind & AOI__GHOST_CHANGED)
                       ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
@@ -646,6 +648,56 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
 }
 
+/* The changed markers and departures in the cells of a reach. */
+static uint32_t dirty_in_reach(const aoi__worker *k, const aoi__grid *g,
+                               float x, float y, double reach)
+{
+  double box[4];
+  uint32_t r[4];
+  aoi__reach_box(&k->world->shape, x, y, reach, box);
+  aoi__grid_range(g, box, r);
+  return aoi__grid_dirty(g, r);
+}
+
+/* The quiet watchers: from the changes (push.c). One that most of what it
+   sees changed (a standing spectator over a walking crowd) is computed
+   whole instead; and if the changes' events cannot be stored, each is
+   listed as any other watcher would be. */
+static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
+                          const aoi__grid *fine, bool appeals, double reach,
+                          uint64_t tick)
+{
+  const aoi__quiet *quiet = k->quiet;
+  uint32_t nq = k->quiet_count;
+  if (aoi__push_collect(k, s, g, tick, reach) != 0) {
+    for (uint32_t q = 0; q < nq; q++) {
+      uint32_t dirty = dirty_in_reach(k, g, quiet[q].x, quiet[q].y,
+                                      quiet[q].outer);
+      if (dirty > 0)
+        compute_watcher(k, &s->entities[quiet[q].slot], g, fine, dirty,
+                        quiet[q].slot, appeals, tick);
+    }
+    return;
+  }
+  const uint32_t *start = k->push_start;
+  for (uint32_t q = 0; q < nq; q++) {
+    uint32_t n = start[q + 1] - start[q];
+    if (n == 0)
+      continue;
+    aoi__entity *e = &s->entities[quiet[q].slot];
+    if (n > e->view.count / 2 + 16) {
+      compute_watcher(k, e, g, fine, UINT32_MAX, quiet[q].slot, appeals,
+                      tick);
+      continue;
+    }
+    int rc = aoi__push_finish(k, e, k->pushed + start[q], n);
+    if (rc != 0) {
+      aoi__fail(k, rc);
+      e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
+    }
+  }
+}
+
 /* ---- a shard ------------------------------------------------------------ */
 
 /* Every owned watcher of a shard that cannot scan: leaves and moves from
@@ -717,21 +769,36 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
   uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
                                                         g->width - 1);
   double hysteresis = k->world->config.hysteresis;
+  /* Quiet watchers (push.c): unchanged ones with no policy and about the
+     usual reach are computed from the changes around them, not listed. */
+  aoi__grid *mg = &s->grid;
+  bool push = src.departures && !aoi__bands(k->world) &&
+              aoi__reserve(&k->world->allocator, (void **)&k->quiet,
+                           &k->quiet_capacity, s->count + 1,
+                           sizeof(aoi__quiet)) == 0;
+  double push_limit = 2 * cmd->usual_reach, quiet_reach = 0;
+  k->quiet_count = 0;
   for (uint32_t i = 0; i < end; i++) {
     uint32_t info = g->info[i];
     if ((info & want) != want)
       continue;
     uint32_t dirty = UINT32_MAX;
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
-      double box[4];
-      uint32_t r[4];
-      double reach = (double)g->radius[i] + hysteresis;
-      aoi__reach_box(&k->world->shape, g->x[i], g->y[i], reach, box);
-      aoi__grid_range(g, box, r);
       uint32_t slot = g->slot[i];
-      if ((dirty = aoi__grid_dirty(g, r)) == 0 &&
-          (!appeals ||
-           k->appeal_start[slot + 1] == k->appeal_start[slot]))
+      double inner = g->radius[i], reach = inner + hysteresis;
+      bool listed =
+          appeals && k->appeal_start[slot + 1] != k->appeal_start[slot];
+      if (push && !listed && !(info & AOI__ENTRY_CAPPED) &&
+          reach <= push_limit) {
+        mg->info[i] |= AOI__ENTRY_QUIET;
+        mg->cell[i] = k->quiet_count;
+        k->quiet[k->quiet_count++] = (aoi__quiet){
+            g->x[i], g->y[i], inner, reach, g->interest[i], slot};
+        quiet_reach = reach > quiet_reach ? reach : quiet_reach;
+        continue;
+      }
+      if ((dirty = dirty_in_reach(k, g, g->x[i], g->y[i], reach)) == 0 &&
+          !listed)
         continue;
     }
     work[nw++] = (uint64_t)dirty << 32 | g->slot[i];
@@ -754,5 +821,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
                     (uint32_t)(work[j] >> 32), (uint32_t)work[j], appeals,
                     cmd->tick);
   }
+  if (k->quiet_count > 0)
+    compute_quiet(k, s, g, fine, appeals, quiet_reach, cmd->tick);
   s->compute_ns = aoi__now_ns() - started;
 }

@@ -101,6 +101,18 @@ static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
   return true;
 }
 
+/* ---- quiet watchers (push.c) -------------------------------------------- */
+
+/* The events of the changes in grid g (departures and changed markers) for
+   the worker's quiet watchers (k->quiet, flagged AOI__ENTRY_QUIET in g with
+   their index in g->cell), which lie within `reach` of them: by watcher in
+   k->pushed from k->push_start. 0 or AOI_ENOMEM. */
+int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+                      uint64_t tick, double reach);
+/* Writes quiet watcher e's record from its `n` pushes (reordered) and
+   updates its view. 0 or AOI_ENOMEM (then nothing changed). */
+int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n);
+
 /* ---- views (view.c) ----------------------------------------------------- */
 
 /* Sorts the worker's `n` candidates (a watcher's enters) by id, writes

@@ -141,6 +141,7 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
   aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->radius, sizeof(float) * grid->capacity);
+  aoi__free(a, grid->interest, sizeof(uint32_t) * grid->capacity);
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
@@ -204,11 +205,12 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.radius = aoi__alloc(a, sizeof(float) * capacity);
+  bigger.interest = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
   if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
       !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell ||
-      !bigger.radius) {
+      !bigger.radius || !bigger.interest) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }

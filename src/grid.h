@@ -77,6 +77,9 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 #define AOI__ENTRY_STALE 32u /* a watcher whose view the last tick kept */
 #define AOI__ENTRY_MOVED 64u /* a marker whose position changed this tick */
 #define AOI__ENTRY_APPEAL 128u /* a marker whose appeal is not 0 */
+#define AOI__ENTRY_CAPPED 256u /* a watcher with a cap */
+#define AOI__ENTRY_QUIET 512u  /* a quiet watcher (push.c); its index
+                                  is in cell[], free after the build */
 #define AOI__GRID_CLASSES 3u
 
 typedef struct aoi__grid {
@@ -95,6 +98,7 @@ typedef struct aoi__grid {
   uint32_t *handle, *layers, *info;
   uint32_t *slot; /* owned entries: index in the shard's entity array */
   float *radius;  /* owned watchers: the view radius, else 0 */
+  uint32_t *interest; /* owned watchers: the interest mask, else 0 */
   uint32_t *cell; /* scratch for the build */
 } aoi__grid;
 
@@ -104,6 +108,7 @@ typedef struct aoi__grid_item {
   uint64_t id;
   uint32_t handle, layers, info, slot;
   float radius;
+  uint32_t interest;
 } aoi__grid_item;
 
 /* Reads entry i of a source of entries to index. */
@@ -208,6 +213,7 @@ aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
     grid->info[at] = it.info;
     grid->slot[at] = it.slot;
     grid->radius[at] = it.radius;
+    grid->interest[at] = it.interest;
   }
   aoi__grid_finish(grid);
   return 0;

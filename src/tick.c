@@ -102,6 +102,7 @@ static int tick_begin(aoi_world *w, bool blocking)
      its own scan and nobody else's. */
   double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
   usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
+  w->command.usual_reach = usual;
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);

@@ -146,6 +146,18 @@ uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
   return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
 }
 
+bool aoi__view_holds(const aoi__view *view, const uint64_t *idof, uint64_t id,
+                     uint32_t h)
+{
+  const uint32_t *hs = view->handles;
+  /* a respawned id has a new handle: the old may still be held */
+  for (uint32_t at = lower_bound(hs, idof, 0, view->count, id);
+       at < view->count && idof[hs[at]] == id; at++)
+    if (hs[at] == h)
+      return true;
+  return false;
+}
+
 /* Room for `need` entries (and their told positions, with `told`); a
    growth takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing
    changed). */

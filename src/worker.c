@@ -69,6 +69,11 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
               sizeof(aoi__candidate) * 2 * (size_t)k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
     aoi__free(a, k->work, sizeof(uint64_t) * k->work_capacity);
+    aoi__free(a, k->quiet, sizeof(aoi__quiet) * k->quiet_capacity);
+    aoi__free(a, k->pushes, sizeof(aoi__push) * k->push_capacity);
+    aoi__free(a, k->pushed, sizeof(aoi__push) * k->pushed_capacity);
+    aoi__free(a, k->push_start, sizeof(uint32_t) * k->push_start_capacity);
+    aoi__free(a, k->pushed_done, sizeof(uint32_t) * k->pushed_done_capacity);
     aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
     aoi__free(a, k->picks, sizeof(aoi__pick) * k->pick_capacity);
     aoi__free(a, k->appeal_start, sizeof(uint32_t) * k->appeal_start_capacity);

@@ -291,6 +291,7 @@ typedef struct aoi__tick_command {
   uint64_t tick;
   double ghost_reach; /* per-axis distance within which markers are ghosted */
   double cell_size;   /* grid cell side */
+  double usual_reach; /* the mean radius, with the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
   bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
   bool appeals;       /* some live entity has an appeal */
@@ -314,6 +315,21 @@ typedef struct aoi__candidate {
   uint32_t handle;
 } aoi__candidate;
 
+/* A quiet watcher (push.c): one that did not change, computed from the
+   changes around it. */
+typedef struct aoi__quiet {
+  float x, y;
+  double inner, outer; /* its radius, and with the hysteresis */
+  uint32_t interest, slot;
+} aoi__quiet;
+
+/* One event a change makes for a quiet watcher: its index and the kind
+   (AOI__PUSH_*) in `qk`, the marker's handle and id. */
+typedef struct aoi__push {
+  uint64_t id;
+  uint32_t qk, handle;
+} aoi__push;
+
 typedef struct aoi__worker {
   struct aoi_world *world;
   uint32_t index;
@@ -327,6 +343,16 @@ typedef struct aoi__worker {
   /* compute scratch */
   uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
   uint32_t work_capacity;
+  /* The quiet watchers of the shard being computed and the events the
+     changes make for them (push.c): pushes, then by watcher in `pushed`,
+     those of quiet watcher q at push_start[q] .. push_start[q + 1]. */
+  aoi__quiet *quiet;
+  uint32_t quiet_count, quiet_capacity;
+  aoi__push *pushes, *pushed;
+  uint32_t push_count, push_capacity, pushed_capacity;
+  uint32_t *push_start, push_start_capacity;
+  uint32_t *pushed_done; /* the changes' handles, to clear their bits */
+  uint32_t pushed_done_count, pushed_done_capacity;
   /* sizes of the views computed whole, this tick and the last */
   uint64_t view_sum, view_n, last_view_sum, last_view_n;
   aoi__candidate *candidates; /* candidate_capacity, then as many spare */

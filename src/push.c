@@ -1,0 +1,320 @@
+/*
+ * push.c: step 3 for the quiet watchers, from the changes.
+ *
+ * A quiet watcher did not change this tick and its view is exact: it has
+ * no cap, sees nothing by appeal, is told by no move band and its reach is
+ * about the usual one (aoi__push_quiet's caller picks them). Nothing about
+ * it is computed unless a marker near it changed, and then only that
+ * change: instead of each watcher looking for the changes in its reach
+ * (compute_changes), each change looks for the quiet watchers in the
+ * largest quiet reach around it (aoi__push_collect), and the events it
+ * makes are then sorted by watcher (a counting sort) and written by
+ * aoi__push_finish.
+ *
+ * A change is a marker that moved or was removed (a departure in the grid:
+ * where and with what layers it stood at the end of the last tick), or one
+ * that changed in place (added, new layers or appeal: a changed entry
+ * with no departure here). Whether a quiet watcher held the marker follows
+ * from the departure without reading its view: within its radius it did,
+ * beyond its reach (radius plus hysteresis) it did not (the rule of
+ * TRACE_FORMAT.md, for a watcher whose view is exact and which did not
+ * move). Only between the two, or for a change in place, is the view
+ * searched. A marker that moved here from beyond every quiet reach (its
+ * departure is elsewhere) was held by none of them.
+ *
+ * The events are those compute_changes makes, in the same order: a held
+ * marker leaves when its layers no longer match or it is out of reach,
+ * else is told if it moved; another enters when it is a marker within the
+ * radius.
+ */
+#include "compute.h"
+
+#include <string.h>
+
+#define AOI__PUSH_LEAVE 0u
+#define AOI__PUSH_ENTER 1u
+#define AOI__PUSH_MOVE 2u
+#define AOI__PUSH_KIND_SHIFT 30
+#define AOI__PUSH_Q_MASK ((1u << AOI__PUSH_KIND_SHIFT) - 1)
+
+/* How a change knows whether a quiet watcher held its marker. */
+enum held_rule {
+  HELD_BY_DEPARTURE, /* from where it stood (the departure) */
+  HELD_BY_NONE,      /* it came from beyond every quiet reach */
+  HELD_BY_VIEW       /* changed in place: the view says */
+};
+
+typedef struct change {
+  uint64_t id;
+  uint32_t handle;
+  enum held_rule rule;
+  float ox, oy; /* where it stood (HELD_BY_DEPARTURE) */
+  uint32_t old_layers;
+  float nx, ny; /* where it is */
+  uint32_t new_layers; /* 0: removed, or no marker */
+  bool moved;
+} change;
+
+static bool view_holds(const aoi__worker *k, const aoi__shard *s,
+                       uint32_t slot, const change *c)
+{
+  return aoi__view_holds(&s->entities[slot].view, k->world->idof, c->id,
+                         c->handle);
+}
+
+/* The event change c makes for quiet watcher q, if any: appended. With
+   `fresh`, q lies beyond the reach of where the marker stood, so it did
+   not hold it. 0 or AOI_ENOMEM. */
+static inline int visit(aoi__worker *k, const aoi__shard *s, uint32_t q,
+                        const change *c, bool fresh)
+{
+  const aoi__quiet *w = &k->quiet[q];
+  const aoi__shape *shape = &k->world->shape;
+  bool held = false;
+  if (!fresh) {
+    switch (c->rule) {
+    case HELD_BY_DEPARTURE:
+      if ((c->old_layers & w->interest) != 0 &&
+          aoi__within(shape, w->x, w->y, c->ox, c->oy, w->outer))
+        held = w->outer == w->inner ||
+               aoi__within(shape, w->x, w->y, c->ox, c->oy, w->inner) ||
+               view_holds(k, s, w->slot, c);
+      break;
+    case HELD_BY_VIEW:
+      held = view_holds(k, s, w->slot, c);
+      break;
+    default:
+      break;
+    }
+  }
+  uint32_t kind;
+  if (held) {
+    if ((c->new_layers & w->interest) == 0 ||
+        !aoi__within(shape, w->x, w->y, c->nx, c->ny, w->outer))
+      kind = AOI__PUSH_LEAVE;
+    else if (c->moved && k->world->config.move_events)
+      kind = AOI__PUSH_MOVE;
+    else
+      return 0;
+  } else {
+    if ((c->new_layers & w->interest) == 0 ||
+        !aoi__within(shape, w->x, w->y, c->nx, c->ny, w->inner))
+      return 0;
+    kind = AOI__PUSH_ENTER;
+  }
+  if (aoi__reserve(&k->world->allocator, (void **)&k->pushes,
+                   &k->push_capacity, k->push_count + 1,
+                   sizeof(aoi__push)) != 0)
+    return AOI_ENOMEM;
+  k->pushes[k->push_count++] =
+      (aoi__push){c->id, q | kind << AOI__PUSH_KIND_SHIFT, c->handle};
+  return 0;
+}
+
+/* Visits the quiet watchers in the cells of r[4], except those of
+   `skip` (NULL: none), for change c. */
+static int visit_cells(aoi__worker *k, const aoi__shard *s,
+                       const aoi__grid *g, const uint32_t r[4],
+                       const uint32_t *skip, const change *c, bool fresh)
+{
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    /* one span of columns, or the two beside the skipped ones */
+    uint32_t span[4] = {r[0], r[2], 1, 0}, spans = 1;
+    if (skip != NULL && cy >= skip[1] && cy <= skip[3]) {
+      spans = 2;
+      if (skip[0] > r[0])
+        span[1] = skip[0] - 1 < r[2] ? skip[0] - 1 : r[2];
+      else
+        span[0] = 1, span[1] = 0; /* empty */
+      span[2] = skip[2] + 1 > r[0] ? skip[2] + 1 : r[0];
+      span[3] = r[2];
+    }
+    for (uint32_t p = 0; p < spans; p++) {
+      uint32_t x0 = span[2 * p], x1 = span[2 * p + 1];
+      if (x0 > x1)
+        continue;
+      uint32_t end = aoi__grid_row_end(g, cy, x1);
+      for (uint32_t i = aoi__grid_row_begin(g, cy, x0); i < end; i++) {
+        if (!(g->info[i] & AOI__ENTRY_QUIET) || g->handle[i] == c->handle)
+          continue;
+        int rc = visit(k, s, g->cell[i], c, fresh);
+        if (rc != 0)
+          return rc;
+      }
+    }
+  }
+  return 0;
+}
+
+/* All the events of change c for the quiet watchers within `reach` (the
+   largest quiet reach) of where its marker stood or is. */
+static int push_change(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+                       const change *c, double reach)
+{
+  const aoi__shape *shape = &k->world->shape;
+  double box[4];
+  uint32_t old[4], now[4];
+  bool was = c->rule == HELD_BY_DEPARTURE;
+  if (was) {
+    aoi__reach_box(shape, c->ox, c->oy, reach, box);
+    aoi__grid_range(g, box, old);
+    int rc = visit_cells(k, s, g, old, NULL, c, false);
+    if (rc != 0 || c->new_layers == 0) /* a marker no more: leaves only */
+      return rc;
+  }
+  aoi__reach_box(shape, c->nx, c->ny, reach, box);
+  aoi__grid_range(g, box, now);
+  /* Beyond the cells around where it stood, no quiet watcher held it. */
+  return visit_cells(k, s, g, now, was ? old : NULL, c, was);
+}
+
+static int note_done(aoi__worker *k, uint32_t h)
+{
+  if (aoi__reserve(&k->world->allocator, (void **)&k->pushed_done, &k->pushed_done_capacity,
+                   k->pushed_done_count + 1, sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
+  k->pushed_done[k->pushed_done_count++] = h;
+  aoi__set_member(k, h); /* a change is pushed once */
+  return 0;
+}
+
+static int collect_changes(aoi__worker *k, const aoi__shard *s,
+                           const aoi__grid *g, uint64_t tick, double reach)
+{
+  const aoi__mark *mark = k->world->mark;
+  uint32_t cells = g->width * g->height;
+  /* the departures: markers that moved or were removed */
+  uint32_t end = g->start[(AOI__GRID_CLASSES + 1) * cells];
+  for (uint32_t i = g->start[AOI__GRID_CLASSES * cells]; i < end; i++) {
+    uint32_t h = g->handle[i];
+    if (aoi__is_member(k, h)) /* cannot happen: one departure each */
+      continue;
+    int rc = note_done(k, h);
+    if (rc != 0)
+      return rc;
+    const aoi__mark *m = &mark[h];
+    change c = {g->id[i],  h,    HELD_BY_DEPARTURE, g->x[i],
+                g->y[i],   g->layers[i], m->x,      m->y,
+                m->layers, m->moved == (uint32_t)tick};
+    if ((rc = push_change(k, s, g, &c, reach)) != 0)
+      return rc;
+  }
+  /* the changed markers without a departure here */
+  for (uint32_t cy = 0; cy < g->height; cy++) {
+    const uint32_t row[4] = {0, cy, g->width - 1, cy};
+    if (aoi__grid_dirty(g, row) == 0)
+      continue;
+    for (uint32_t cx = 0; cx < g->width; cx++) {
+      uint32_t cell = AOI__GRID_CLASSES * (cy * g->width + cx);
+      for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
+        uint32_t h = g->handle[i];
+        if (aoi__is_member(k, h)) /* pushed from its departure */
+          continue;
+        int rc = note_done(k, h);
+        if (rc != 0)
+          return rc;
+        const aoi__mark *m = &mark[h];
+        bool moved = m->moved == (uint32_t)tick;
+        change c = {g->id[i], h,          moved ? HELD_BY_NONE : HELD_BY_VIEW,
+                    0,        0,          0,
+                    g->x[i],  g->y[i],    g->layers[i],
+                    moved};
+        if ((rc = push_change(k, s, g, &c, reach)) != 0)
+          return rc;
+      }
+    }
+  }
+  return 0;
+}
+
+int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+                      uint64_t tick, double reach)
+{
+  const aoi_allocator *a = &k->world->allocator;
+  uint32_t nq = k->quiet_count;
+  AOI__ASSERT(nq <= AOI__PUSH_Q_MASK);
+  k->push_count = k->pushed_done_count = 0;
+  int rc = collect_changes(k, s, g, tick, reach);
+  for (uint32_t j = 0; j < k->pushed_done_count; j++)
+    aoi__take_bits(k, k->pushed_done[j]);
+  if (rc != 0 ||
+      (rc = aoi__reserve(a, (void **)&k->push_start, &k->push_start_capacity,
+                         nq + 2, sizeof(uint32_t))) != 0 ||
+      (rc = aoi__reserve(a, (void **)&k->pushed, &k->pushed_capacity,
+                         k->push_count + 1, sizeof(aoi__push))) != 0)
+    return rc;
+  /* by quiet watcher: a counting sort */
+  uint32_t *start = k->push_start;
+  memset(start, 0, sizeof(uint32_t) * (nq + 2));
+  for (uint32_t j = 0; j < k->push_count; j++)
+    start[(k->pushes[j].qk & AOI__PUSH_Q_MASK) + 2]++;
+  for (uint32_t q = 0; q < nq; q++)
+    start[q + 2] += start[q + 1];
+  for (uint32_t j = 0; j < k->push_count; j++)
+    k->pushed[start[(k->pushes[j].qk & AOI__PUSH_Q_MASK) + 1]++] =
+        k->pushes[j];
+  return 0;
+}
+
+/* Sorts a watcher's pushes by kind (leaves, enters, moves), then id. */
+static void sort_pushes(aoi__push *p, uint32_t n)
+{
+  for (uint32_t i = 1; i < n; i++) {
+    aoi__push v = p[i];
+    uint32_t kind = v.qk >> AOI__PUSH_KIND_SHIFT;
+    uint32_t j = i;
+    while (j > 0) {
+      uint32_t before = p[j - 1].qk >> AOI__PUSH_KIND_SHIFT;
+      if (before < kind || (before == kind && p[j - 1].id < v.id))
+        break;
+      p[j] = p[j - 1];
+      j--;
+    }
+    p[j] = v;
+  }
+}
+
+int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n)
+{
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  sort_pushes(p, n);
+  uint32_t nl = 0, ne = 0;
+  while (nl < n && p[nl].qk >> AOI__PUSH_KIND_SHIFT == AOI__PUSH_LEAVE)
+    nl++;
+  while (nl + ne < n &&
+         p[nl + ne].qk >> AOI__PUSH_KIND_SHIFT == AOI__PUSH_ENTER)
+    ne++;
+  uint32_t nm = n - nl - ne;
+  AOI__ASSERT(nl <= v);
+  uint32_t *rec = aoi__reserve_events(k, n);
+  if (rec == NULL)
+    return AOI_ENOMEM;
+  if (ne > 0 && aoi__view_reserve_k(k, view, v - nl + ne, 0, false) != 0)
+    return AOI_ENOMEM;
+  for (uint32_t j = 0; j < ne; j++)
+    if (!aoi__reserve_candidate(k, j))
+      return AOI_ENOMEM;
+  AOI__STRESS();
+  uint32_t *out = rec + AOI__RECORD_HEADER;
+  uint32_t kept = v;
+  if (nl > 0) { /* the leavers out of the view, which keeps its order */
+    for (uint32_t j = 0; j < nl; j++) {
+      out[j] = p[j].handle;
+      aoi__set_member(k, p[j].handle);
+    }
+    uint32_t *hs = view->handles;
+    kept = 0;
+    for (uint32_t i = 0; i < v; i++)
+      if (!(aoi__take_bits(k, hs[i]) & AOI__BIT_MEMBER))
+        hs[kept++] = hs[i];
+    AOI__ASSERT(kept == v - nl);
+  }
+  for (uint32_t j = 0; j < ne; j++)
+    k->candidates[j] = (aoi__candidate){p[nl + j].id, p[nl + j].handle};
+  aoi__view_enter(k, view, NULL, kept, ne, out + nl);
+  for (uint32_t j = 0; j < nm; j++)
+    out[nl + ne + j] = p[nl + ne + j].handle;
+  aoi__commit_events(k, e, nl, ne, nm);
+  return 0;
+}
