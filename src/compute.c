@@ -681,16 +681,22 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   }
   const uint32_t *start = k->push_start;
   for (uint32_t q = 0; q < nq; q++) {
+    /* Entities are scattered: fetch ahead that of one with events. */
+    if (q + 8 < nq && start[q + 9] > start[q + 8]) {
+      const aoi__entity *far = &s->entities[quiet[q + 8].slot];
+      __builtin_prefetch(far);
+      __builtin_prefetch(&far->view);
+    }
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)
       continue;
     aoi__entity *e = &s->entities[quiet[q].slot];
-    if (n > e->view.count / 2 + 16) {
+    if (n > 16 && n > e->view.count / 2 + 16) {
       compute_watcher(k, e, g, fine, UINT32_MAX, quiet[q].slot, appeals,
                       tick);
       continue;
     }
-    int rc = aoi__push_finish(k, e, k->pushed + start[q], n);
+    int rc = aoi__push_finish(k, e, quiet[q].handle, k->pushed + start[q], n);
     if (rc != 0) {
       aoi__fail(k, rc);
       e->stale |= AOI__STALE_WHOLE | AOI__STALE_RESYNC;
@@ -793,7 +799,8 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
         mg->info[i] |= AOI__ENTRY_QUIET;
         mg->cell[i] = k->quiet_count;
         k->quiet[k->quiet_count++] = (aoi__quiet){
-            g->x[i], g->y[i], inner, reach, g->interest[i], slot};
+            g->x[i], g->y[i], inner, reach, g->interest[i], slot,
+            g->handle[i]};
         quiet_reach = reach > quiet_reach ? reach : quiet_reach;
         continue;
       }

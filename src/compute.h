@@ -110,8 +110,10 @@ static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
 int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
                       uint64_t tick, double reach);
 /* Writes quiet watcher e's record from its `n` pushes (reordered) and
-   updates its view. 0 or AOI_ENOMEM (then nothing changed). */
-int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n);
+   updates its view; e is read only when a marker enters or leaves. 0 or
+   AOI_ENOMEM (then nothing changed). */
+int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
+                     aoi__push *p, uint32_t n);
 
 /* ---- views (view.c) ----------------------------------------------------- */
 
@@ -168,9 +170,10 @@ static inline uint32_t *aoi__reserve_events(aoi__worker *k, uint32_t events)
   return seg->words + seg->count;
 }
 
-/* Keeps the record just written for watcher e, if it holds any event. */
-static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
-                                      uint32_t nl, uint32_t ne, uint32_t nm)
+/* Keeps the record just written for the watcher of handle h, if it holds
+   any event. */
+static inline void aoi__commit_record(aoi__worker *k, uint32_t h, uint32_t nl,
+                                      uint32_t ne, uint32_t nm)
 {
   uint32_t total = nl + ne + nm;
   if (total == 0)
@@ -178,14 +181,21 @@ static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
   aoi__segment *seg = &k->world->segments[k->index];
   AOI__ASSERT(seg->count + AOI__RECORD_HEADER + total <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
-  rec[0] = e->handle;
+  rec[0] = h;
   rec[1] = nl;
   rec[2] = ne;
   rec[3] = nm;
-  k->world->event_at[e->handle] = seg->count + 1;
+  k->world->event_at[h] = seg->count + 1;
   seg->count += AOI__RECORD_HEADER + total;
   seg->records++;
   k->events_made += total;
+}
+
+/* The same for watcher e. */
+static inline void aoi__commit_events(aoi__worker *k, const aoi__entity *e,
+                                      uint32_t nl, uint32_t ne, uint32_t nm)
+{
+  aoi__commit_record(k, e->handle, nl, ne, nm);
 }
 
 /* ---- interest policies (policy.c) --------------------------------------- */

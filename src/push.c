@@ -274,10 +274,9 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   }
 }
 
-int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n)
+int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
+                     aoi__push *p, uint32_t n)
 {
-  aoi__view *view = &e->view;
-  uint32_t v = view->count;
   sort_pushes(p, n);
   uint32_t nl = 0, ne = 0;
   while (nl < n && p[nl].qk >> AOI__PUSH_KIND_SHIFT == AOI__PUSH_LEAVE)
@@ -286,10 +285,19 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n)
          p[nl + ne].qk >> AOI__PUSH_KIND_SHIFT == AOI__PUSH_ENTER)
     ne++;
   uint32_t nm = n - nl - ne;
-  AOI__ASSERT(nl <= v);
   uint32_t *rec = aoi__reserve_events(k, n);
   if (rec == NULL)
     return AOI_ENOMEM;
+  if (nl + ne == 0) { /* moves only: the view stays */
+    uint32_t *out = rec + AOI__RECORD_HEADER;
+    for (uint32_t j = 0; j < nm; j++)
+      out[j] = p[j].handle;
+    aoi__commit_record(k, handle, 0, 0, nm);
+    return 0;
+  }
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  AOI__ASSERT(nl <= v && e->handle == handle);
   if (ne > 0 && aoi__view_reserve_k(k, view, v - nl + ne, 0, false) != 0)
     return AOI_ENOMEM;
   for (uint32_t j = 0; j < ne; j++)
@@ -315,6 +323,6 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, aoi__push *p, uint32_t n)
   aoi__view_enter(k, view, NULL, kept, ne, out + nl);
   for (uint32_t j = 0; j < nm; j++)
     out[nl + ne + j] = p[nl + ne + j].handle;
-  aoi__commit_events(k, e, nl, ne, nm);
+  aoi__commit_record(k, handle, nl, ne, nm);
   return 0;
 }

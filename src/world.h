@@ -320,7 +320,7 @@ typedef struct aoi__candidate {
 typedef struct aoi__quiet {
   float x, y;
   double inner, outer; /* its radius, and with the hysteresis */
-  uint32_t interest, slot;
+  uint32_t interest, slot, handle;
 } aoi__quiet;
 
 /* One event a change makes for a quiet watcher: its index and the kind
