@@ -18,6 +18,8 @@
  */
 #include "internal.h"
 
+#include <math.h>
+
 /* Adds a ghost to one of this worker's shards; a shard that misses one
    computes no view this tick. */
 static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
@@ -72,6 +74,15 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   const aoi__mark *mark = k->world->mark;
+  /* A marker farther than `reach` inside every edge of the shard goes to
+     no other shard (send_around would find only this one): its own
+     rectangle tells so without searching the cuts. */
+  const aoi__layout *l = &k->world->layout;
+  unsigned col = s->index % l->cols, row = s->index / l->cols;
+  double x0 = col > 0 ? l->xcut[col - 1] : -INFINITY;
+  double x1 = col + 1 < l->cols ? l->xcut[col] : INFINITY;
+  double y0 = row > 0 ? l->ycut[row - 1] : -INFINITY;
+  double y1 = row + 1 < l->rows ? l->ycut[row] : INFINITY;
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
     if (i + 8 < s->count) /* the marks lie in handle order */
@@ -82,6 +93,10 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
       e->flags |= AOI__ENTITY_MOVED;
     else
       e->flags &= ~AOI__ENTITY_MOVED;
+    double x = e->x, y = e->y;
+    if (x - reach >= x0 && x + reach < x1 && y - reach >= y0 &&
+        y + reach < y1)
+      continue;
     aoi__ghost g;
     g.id = e->id;
     g.handle = e->handle;
