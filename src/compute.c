@@ -410,8 +410,11 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   if (!complete)
     n = 0;
   uint32_t *rec = NULL;
+  /* With an empty view, the enters are the new view: the record says so
+     and stores none (AOI__RECORD_VIEW). */
+  bool by_view = v == 0 && n > 0;
   if (v + n > 0 &&
-      ((rec = aoi__reserve_events(k, v + n)) == NULL ||
+      ((rec = aoi__reserve_events(k, by_view ? 0 : v + n)) == NULL ||
        aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
                     v + 1, sizeof(uint32_t)) != 0)) {
     /* keep the view, and the positions it was told; the bits go back to
@@ -462,10 +465,13 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     hs[kept++] = h;
   }
-  aoi__view_enter(k, view, told_now, kept, n, out + nl);
+  aoi__view_enter(k, view, told_now, kept, n, by_view ? NULL : out + nl);
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  aoi__commit_events(k, e, nl, n, nm);
+  if (by_view && n > 0) /* (n is 0 when its enters wait) */
+    aoi__commit_view_record(k, e->handle, n);
+  else
+    aoi__commit_events(k, e, nl, n, nm);
   k->view_sum += view->count;
   k->view_n++;
   if (policy)

@@ -118,7 +118,8 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
 /* ---- views (view.c) ----------------------------------------------------- */
 
 /* Sorts the worker's `n` candidates (a watcher's enters) by id, writes
-   their handles to out[0..n) in that order, and merges them into the
+   their handles to out[0..n) in that order (unless out is NULL), and
+   merges them into the
    view's first `kept` handles (by id) in place, the view having room for
    both; with `told`, an enter's told position is its mark. With n = 0 the
    view keeps its first `kept`. */
@@ -189,6 +190,25 @@ static inline void aoi__commit_record(aoi__worker *k, uint32_t h, uint32_t nl,
   seg->count += AOI__RECORD_HEADER + total;
   seg->records++;
   k->events_made += total;
+}
+
+/* Keeps a record for the watcher of handle h whose `ne` enters are its
+   whole view (AOI__RECORD_VIEW), reserved with room for no event. */
+static inline void aoi__commit_view_record(aoi__worker *k, uint32_t h,
+                                           uint32_t ne)
+{
+  AOI__ASSERT(ne > 0 && ne < AOI__RECORD_VIEW);
+  aoi__segment *seg = &k->world->segments[k->index];
+  AOI__ASSERT(seg->count + AOI__RECORD_HEADER <= seg->capacity);
+  uint32_t *rec = seg->words + seg->count;
+  rec[0] = h;
+  rec[1] = 0;
+  rec[2] = ne | AOI__RECORD_VIEW;
+  rec[3] = 0;
+  k->world->event_at[h] = seg->count + 1;
+  seg->count += AOI__RECORD_HEADER;
+  seg->records++;
+  k->events_made += ne;
 }
 
 /* The same for watcher e. */

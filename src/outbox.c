@@ -89,7 +89,14 @@ void aoi__segment_free(const aoi_allocator *a, aoi__segment *segment)
 
 static inline uint32_t record_events(const uint32_t *rec)
 {
-  return rec[1] + rec[2] + rec[3];
+  return rec[1] + (rec[2] & ~AOI__RECORD_VIEW) + rec[3];
+}
+
+/* The words a record takes in its segment. */
+static inline uint32_t record_words(const uint32_t *rec)
+{
+  return AOI__RECORD_HEADER +
+         ((rec[2] & AOI__RECORD_VIEW) ? 0 : record_events(rec));
 }
 
 /* Writes the events of one record, as the public events they stand for. */
@@ -100,6 +107,13 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
   const aoi__mark *mark = w->mark;
   const uint32_t *hs = rec + AOI__RECORD_HEADER;
   uint32_t nl = rec[1], ne = rec[2], nm = rec[3], i = 0;
+  if (ne & AOI__RECORD_VIEW) { /* enters only: the watcher's view */
+    const aoi__location *at = &w->location[rec[0]];
+    const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
+    ne &= ~AOI__RECORD_VIEW;
+    AOI__ASSERT(nl == 0 && nm == 0 && view->count == ne);
+    hs = view->handles;
+  }
   for (; i < nl; i++)
     out[i] = (aoi_event){idof[hs[i]], 0, 0, AOI_LEAVE, tick};
   for (; i < nl + ne; i++) {
@@ -178,7 +192,7 @@ int aoi__segments_settle(aoi_world *w)
         uint32_t h = rec[0];
         if (w->event_at[h] == at + 1 && record_to_outbox(w, h) != 0)
           return AOI_ENOMEM;
-        at += AOI__RECORD_HEADER + record_events(rec);
+        at += record_words(rec);
       }
     }
     seg->count = seg->records = seg->taken = 0;
@@ -303,7 +317,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   for (uint32_t at = 0; at < seg->count;) {
     const uint32_t *rec = seg->words + at;
     uint32_t h = rec[0];
-    uint32_t next = at + AOI__RECORD_HEADER + record_events(rec);
+    uint32_t next = at + record_words(rec);
     if (next < seg->count) {
       /* the next watcher's tables, scattered over the handles */
       uint32_t g = seg->words[next];
@@ -312,7 +326,8 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       __builtin_prefetch(&w->idof[g]);
     }
     if (w->event_at[h] == at + 1) {
-      __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
+      if (record_words(rec) > AOI__RECORD_HEADER)
+        __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
       int rc = deliver_one(w, seg, h, fn, user);
       if (rc != 0)
         return rc;
@@ -357,7 +372,7 @@ int aoi__pending_update(aoi_world *w)
       /* one with a backlog is listed already */
       if (w->event_at[h] == at + 1 && w->outbox[h].count == 0)
         p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
-      at += AOI__RECORD_HEADER + record_events(rec);
+      at += record_words(rec);
     }
   }
   if (n > 1)

@@ -141,8 +141,9 @@ void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
   }
   aoi__candidate *enters = k->candidates;
   sort_by_id(enters, n, spare_candidates(k));
-  for (uint32_t j = 0; j < n; j++)
-    out[j] = enters[j].handle;
+  if (out != NULL)
+    for (uint32_t j = 0; j < n; j++)
+      out[j] = enters[j].handle;
   merge_enters(view, told, kept, enters, n, k->world->idof, k->world->mark);
 }
 
