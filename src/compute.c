@@ -676,12 +676,13 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   const aoi__quiet *quiet = k->quiet;
   uint32_t nq = k->quiet_count;
   if (aoi__push_collect(k, s, g, tick, reach) != 0) {
+    double hysteresis = k->world->config.hysteresis;
     for (uint32_t q = 0; q < nq; q++) {
-      uint32_t dirty = dirty_in_reach(k, g, quiet[q].x, quiet[q].y,
-                                      quiet[q].outer);
+      aoi__entity *e = &s->entities[quiet[q].slot];
+      uint32_t dirty = dirty_in_reach(k, g, e->x, e->y,
+                                      (double)e->radius + hysteresis);
       if (dirty > 0)
-        compute_watcher(k, &s->entities[quiet[q].slot], g, fine, dirty,
-                        quiet[q].slot, appeals, tick);
+        compute_watcher(k, e, g, fine, dirty, quiet[q].slot, appeals, tick);
     }
     return;
   }
@@ -797,16 +798,14 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     uint32_t dirty = UINT32_MAX;
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
       uint32_t slot = g->slot[i];
-      double inner = g->radius[i], reach = inner + hysteresis;
+      double reach = (double)g->radius[i] + hysteresis;
       bool listed =
           appeals && k->appeal_start[slot + 1] != k->appeal_start[slot];
       if (push && !listed && !(info & AOI__ENTRY_CAPPED) &&
           reach <= push_limit) {
         mg->info[i] |= AOI__ENTRY_QUIET;
         mg->cell[i] = k->quiet_count;
-        k->quiet[k->quiet_count++] = (aoi__quiet){
-            g->x[i], g->y[i], inner, reach, g->interest[i], slot,
-            g->handle[i]};
+        k->quiet[k->quiet_count++] = (aoi__quiet){slot, g->handle[i]};
         quiet_reach = reach > quiet_reach ? reach : quiet_reach;
         continue;
       }

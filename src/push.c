@@ -62,26 +62,31 @@ static bool view_holds(const aoi__worker *k, const aoi__shard *s,
                          c->handle);
 }
 
-/* The event change c makes for quiet watcher q, if any: appended. With
-   `fresh`, q lies beyond the reach of where the marker stood, so it did
-   not hold it. 0 or AOI_ENOMEM. */
-static inline int visit(aoi__worker *k, const aoi__shard *s, uint32_t q,
-                        const change *c, bool fresh)
+/* The event change c makes for the quiet watcher at grid entry i, if any:
+   appended. With `fresh`, the watcher lies beyond the reach of where the
+   marker stood, so it did not hold it. The watcher is read from the grid,
+   where the entries of a cell lie together. 0 or AOI_ENOMEM. */
+static inline int visit(aoi__worker *k, const aoi__shard *s,
+                        const aoi__grid *g, uint32_t i, const change *c,
+                        bool fresh)
 {
-  const aoi__quiet *w = &k->quiet[q];
-  const aoi__shape *shape = &k->world->shape;
+  const aoi_world *w = k->world;
+  const aoi__shape *shape = &w->shape;
+  float x = g->x[i], y = g->y[i];
+  uint32_t interest = g->interest[i];
+  double inner = g->radius[i], outer = inner + w->config.hysteresis;
   bool held = false;
   if (!fresh) {
     switch (c->rule) {
     case HELD_BY_DEPARTURE:
-      if ((c->old_layers & w->interest) != 0 &&
-          aoi__within(shape, w->x, w->y, c->ox, c->oy, w->outer))
-        held = w->outer == w->inner ||
-               aoi__within(shape, w->x, w->y, c->ox, c->oy, w->inner) ||
-               view_holds(k, s, w->slot, c);
+      if ((c->old_layers & interest) != 0 &&
+          aoi__within(shape, x, y, c->ox, c->oy, outer))
+        held = outer == inner ||
+               aoi__within(shape, x, y, c->ox, c->oy, inner) ||
+               view_holds(k, s, g->slot[i], c);
       break;
     case HELD_BY_VIEW:
-      held = view_holds(k, s, w->slot, c);
+      held = view_holds(k, s, g->slot[i], c);
       break;
     default:
       break;
@@ -89,16 +94,16 @@ static inline int visit(aoi__worker *k, const aoi__shard *s, uint32_t q,
   }
   uint32_t kind;
   if (held) {
-    if ((c->new_layers & w->interest) == 0 ||
-        !aoi__within(shape, w->x, w->y, c->nx, c->ny, w->outer))
+    if ((c->new_layers & interest) == 0 ||
+        !aoi__within(shape, x, y, c->nx, c->ny, outer))
       kind = AOI__PUSH_LEAVE;
-    else if (c->moved && k->world->config.move_events)
+    else if (c->moved && w->config.move_events)
       kind = AOI__PUSH_MOVE;
     else
       return 0;
   } else {
-    if ((c->new_layers & w->interest) == 0 ||
-        !aoi__within(shape, w->x, w->y, c->nx, c->ny, w->inner))
+    if ((c->new_layers & interest) == 0 ||
+        !aoi__within(shape, x, y, c->nx, c->ny, inner))
       return 0;
     kind = AOI__PUSH_ENTER;
   }
@@ -106,8 +111,8 @@ static inline int visit(aoi__worker *k, const aoi__shard *s, uint32_t q,
                    &k->push_capacity, k->push_count + 1,
                    sizeof(aoi__push)) != 0)
     return AOI_ENOMEM;
-  k->pushes[k->push_count++] =
-      (aoi__push){c->id, q | kind << AOI__PUSH_KIND_SHIFT, c->handle};
+  k->pushes[k->push_count++] = (aoi__push){
+      c->id, g->cell[i] | kind << AOI__PUSH_KIND_SHIFT, c->handle};
   return 0;
 }
 
@@ -137,7 +142,7 @@ static int visit_cells(aoi__worker *k, const aoi__shard *s,
       for (uint32_t i = aoi__grid_row_begin(g, cy, x0); i < end; i++) {
         if (!(g->info[i] & AOI__ENTRY_QUIET) || g->handle[i] == c->handle)
           continue;
-        int rc = visit(k, s, g->cell[i], c, fresh);
+        int rc = visit(k, s, g, i, c, fresh);
         if (rc != 0)
           return rc;
       }

@@ -323,11 +323,9 @@ typedef struct aoi__candidate {
 } aoi__candidate;
 
 /* A quiet watcher (push.c): one that did not change, computed from the
-   changes around it. */
+   changes around it; the rest of what it needs is in its grid entry. */
 typedef struct aoi__quiet {
-  float x, y;
-  double inner, outer; /* its radius, and with the hysteresis */
-  uint32_t interest, slot, handle;
+  uint32_t slot, handle;
 } aoi__quiet;
 
 /* One event a change makes for a quiet watcher: its index and the kind
