@@ -319,15 +319,20 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
     uint32_t h = rec[0];
     uint32_t next = at + record_words(rec);
     if (next < seg->count) {
-      /* the next watcher's tables, scattered over the handles */
-      uint32_t g = seg->words[next];
+      /* the next watcher's tables, scattered over the handles, and the
+         entities of its first events (expand fetches the rest ahead) */
+      const uint32_t *after = seg->words + next;
+      uint32_t g = after[0];
       __builtin_prefetch(&w->event_at[g]);
       __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->idof[g]);
+      uint32_t words = record_words(after) - AOI__RECORD_HEADER;
+      for (uint32_t j = 0; j < words && j < 8; j++) {
+        __builtin_prefetch(&w->mark[after[AOI__RECORD_HEADER + j]]);
+        __builtin_prefetch(&w->idof[after[AOI__RECORD_HEADER + j]]);
+      }
     }
     if (w->event_at[h] == at + 1) {
-      if (record_words(rec) > AOI__RECORD_HEADER)
-        __builtin_prefetch(&w->mark[rec[AOI__RECORD_HEADER]]);
       int rc = deliver_one(w, seg, h, fn, user);
       if (rc != 0)
         return rc;
