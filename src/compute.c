@@ -667,15 +667,23 @@ static uint32_t dirty_in_reach(const aoi__worker *k, const aoi__grid *g,
 
 /* The quiet watchers: from the changes (push.c). One that most of what it
    sees changed (a standing spectator over a walking crowd) is computed
-   whole instead; and if the changes' events cannot be stored, each is
-   listed as any other watcher would be. */
+   whole instead; and where the changes would make more than a few events
+   each (most of the crowd moved), or their events cannot be stored, each
+   is listed as any other watcher would be. */
 static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
                           const aoi__grid *fine, bool appeals, double reach,
                           uint64_t tick)
 {
   const aoi__quiet *quiet = k->quiet;
   uint32_t nq = k->quiet_count;
-  if (aoi__push_collect(k, s, g, tick, reach) != 0) {
+  /* A moved marker leaves a departure and a changed entry: about half the
+     dirty entries are changes, each seen by about a mean view of
+     watchers. Where that is more than the limit, do not try. */
+  const uint32_t all[4] = {0, 0, g->width - 1, g->height - 1};
+  uint64_t views = k->view_n + k->last_view_n;
+  uint64_t mean = views > 0 ? (k->view_sum + k->last_view_sum) / views : 0;
+  bool many = (uint64_t)aoi__grid_dirty(g, all) / 2 * mean > 3 * (uint64_t)nq;
+  if (many || aoi__push_collect(k, s, g, tick, reach) != 0) {
     double hysteresis = k->world->config.hysteresis;
     for (uint32_t q = 0; q < nq; q++) {
       aoi__entity *e = &s->entities[quiet[q].slot];

@@ -36,6 +36,9 @@
 #define AOI__PUSH_MOVE 2u
 #define AOI__PUSH_KIND_SHIFT 30
 #define AOI__PUSH_Q_MASK ((1u << AOI__PUSH_KIND_SHIFT) - 1)
+/* More events than k->push_limit: most of what the quiet watchers see
+   changed, and scanning their reach costs less (and no scratch). */
+#define AOI__PUSH_FULL 1
 
 /* How a change knows whether a quiet watcher held its marker. */
 enum held_rule {
@@ -107,6 +110,8 @@ static inline int visit(aoi__worker *k, const aoi__shard *s,
       return 0;
     kind = AOI__PUSH_ENTER;
   }
+  if (k->push_count >= k->push_limit)
+    return AOI__PUSH_FULL;
   if (aoi__reserve(&k->world->allocator, (void **)&k->pushes,
                    &k->push_capacity, k->push_count + 1,
                    sizeof(aoi__push)) != 0)
@@ -239,6 +244,7 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
   uint32_t nq = k->quiet_count;
   AOI__ASSERT(nq <= AOI__PUSH_Q_MASK);
   k->push_count = k->pushed_done_count = 0;
+  k->push_limit = 3 * nq + 1024;
   int rc = collect_changes(k, s, g, tick, reach);
   for (uint32_t j = 0; j < k->pushed_done_count; j++)
     aoi__take_bits(k, k->pushed_done[j]);

@@ -355,6 +355,7 @@ typedef struct aoi__worker {
   uint32_t quiet_count, quiet_capacity;
   aoi__push *pushes, *pushed;
   uint32_t push_count, push_capacity, pushed_capacity;
+  uint32_t push_limit; /* beyond it, the quiet ones are listed instead */
   uint32_t *push_start, push_start_capacity;
   uint32_t *pushed_done; /* the changes' handles, to clear their bits */
   uint32_t pushed_done_count, pushed_done_capacity;
