@@ -254,13 +254,29 @@ static int set_policies(aoi_world *world, const bench_options *o,
 
 /* Submits one tick's operations. With `refs` (--refs: the host's
    per-entity array of references, by crowd slot) each add takes its
-   entity's reference and each move goes through it. */
+   entity's reference and each move goes through it. With `batch`
+   (--batch: room for n moves) each run of moves goes to aoi_move_many. */
 static void submit_engine(aoi_world *world, const bench_options *o,
-                          const bench_op *ops, size_t n, aoi_ref *refs)
+                          const bench_op *ops, size_t n, aoi_ref *refs,
+                          aoi_move_op *batch)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
     int rc;
+    if (batch != NULL && op->kind == BENCH_OP_MOVE) {
+      size_t run = 0;
+      while (i + run < n && ops[i + run].kind == BENCH_OP_MOVE) {
+        const bench_op *m = &ops[i + run];
+        batch[run++] = (aoi_move_op){m->id, m->x, m->y};
+      }
+      size_t done;
+      rc = aoi_move_many(world, batch, run, &done);
+      if (rc != 0)
+        bench_die("aoi_move_many(%" PRIu64 ") failed: %s", batch[done].id,
+                  aoi_strerror(rc));
+      i += run - 1;
+      continue;
+    }
     if (op->kind == BENCH_OP_ADD) {
       rc = aoi_add(world, op->id, op->x, op->y, op->radius, op->flags,
                    UINT32_MAX, UINT32_MAX);
@@ -791,6 +807,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   aoi_ref *refs = o->refs ? bench_calloc((size_t)o->entities + 1,
                                          sizeof(aoi_ref))
                           : NULL;
+  aoi_move_op *batch = NULL;
+  size_t batch_room = 0;
   delivery pool;
   delivery_init(&pool, world, lockstep ? 1 : stats.threads);
   char label[96];
@@ -805,7 +823,12 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
-    submit_engine(world, o, ops, n, refs);
+    if (o->batch && n > batch_room) {
+      free(batch);
+      batch_room = n;
+      batch = bench_calloc(batch_room, sizeof(aoi_move_op));
+    }
+    submit_engine(world, o, ops, n, refs, o->batch ? batch : NULL);
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
     check(aoi_tick(world), "aoi_tick");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
@@ -912,6 +935,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
             label, leaked);
   crowd_destroy(c);
   free(refs);
+  free(batch);
   free(list.items);
   samples_free(&t);
 }
@@ -1133,6 +1157,8 @@ static void usage(FILE *out)
       "  --refs             the engine's moves by reference: aoi_ref_of at\n"
       "                     each add (timed with submit), then aoi_move_ref\n"
       "                     (JSON: refs)\n"
+      "  --batch            the engine's moves by id, each tick's run of\n"
+      "                     them in one aoi_move_many (JSON: batch)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --baseline LIST    the algorithms run beside the engine, comma-\n"
       "                     separated, or all: brute, ninegrid, tower, xlist\n"
@@ -1391,6 +1417,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
                     strcmp(flag, "--verify") == 0 ||
                     strcmp(flag, "--force-brute") == 0 ||
                     strcmp(flag, "--refs") == 0 ||
+                    strcmp(flag, "--batch") == 0 ||
                     strcmp(flag, "--no-baseline") == 0;
     if (is_switch) {
       if (value != NULL)
@@ -1405,6 +1432,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
         o->force_brute = 1;
       else if (strcmp(flag, "--refs") == 0)
         o->refs = 1;
+      else if (strcmp(flag, "--batch") == 0)
+        o->batch = 1;
       else {
         usage(stdout);
         exit(0);

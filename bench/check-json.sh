@@ -67,6 +67,8 @@ check() {
     { echo "check-json: bad plain_checksum_match key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"refs":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad refs key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"batch":(true|false)[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad batch key" >&2; fail=1; }
   if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys
 for line in open(sys.argv[1]):
@@ -198,6 +200,21 @@ n=$(grep -c '"refs":true' "$tmp/refs")
   --threads 1,2 --shards 3 --flood 3 --no-baseline >"$tmp/ids" 2>/dev/null
 if [ "$(checksums "$tmp/refs")" != "$(checksums "$tmp/ids")" ]; then
   echo "check-json: moves by reference gave other events than by id" >&2
+  fail=1
+fi
+if ! "$bench" --json --batch --scenario churn,flood,teleport --entities 400 \
+     --ticks 3 --threads 1,2 --shards 3 --flood 3 --no-baseline \
+     >"$tmp/batch" 2>"$tmp/err"; then
+  echo "check-json: the --batch run failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/batch" 6
+n=$(grep -c '"batch":true' "$tmp/batch")
+[ "$n" -eq 6 ] ||
+  { echo "check-json: batch is not true with --batch" >&2; fail=1; }
+if [ "$(checksums "$tmp/batch")" != "$(checksums "$tmp/ids")" ]; then
+  echo "check-json: moves in batches gave other events than one by one" >&2
   fail=1
 fi
 

@@ -195,6 +195,9 @@ void report_human(const bench_options *o, const scenario_result *s)
   if (o->refs)
     printf("  refs        the engine's moves by aoi_move_ref, each entity's"
            " reference taken at its add\n");
+  if (o->batch)
+    printf("  batch       the engine's moves by id, each tick's in one"
+           " aoi_move_many\n");
   if (bench_policies(o)) {
     printf("  policies   ");
     if (o->appeal_share > 0)
@@ -364,6 +367,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "hysteresis", o->hysteresis);
   json_bool(&j, "moves", o->moves);
   json_bool(&j, "refs", o->refs);
+  json_bool(&j, "batch", o->batch);
   json_number(&j, "appeal_share", o->appeal_share);
   json_number(&j, "appeal_radius", o->appeal_radius);
   json_uint(&j, "cap", o->cap);

@@ -133,6 +133,13 @@ static uint32_t find(const aoi__idmap *map, uint64_t id)
   }
 }
 
+void aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id)
+{
+  if (map->capacity > 0)
+    __builtin_prefetch(&map->slots[(uint32_t)hash(map, id) &
+                                   (map->capacity - 1)]);
+}
+
 uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id)
 {
   uint32_t i = find(map, id);

@@ -29,6 +29,8 @@ void aoi__idmap_init(aoi__idmap *map);
 /* Frees the slots; the map stays usable, empty, with the same key. */
 void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map);
 uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id);
+/* Fetches ahead the slot where a lookup of `id` starts. */
+void aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id);
 /* Makes room for one more id; call before aoi__idmap_put. On failure
    returns AOI_ENOMEM and changes nothing. */
 int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map);

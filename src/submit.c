@@ -398,6 +398,35 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
   return rc != 0 ? rc : move_handle(w, h, x, y);
 }
 
+int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
+                  size_t *done)
+{
+  if (done != NULL)
+    *done = 0;
+  if (w == NULL || (ops == NULL && n > 0))
+    return AOI_EINVAL;
+  /* The id lookups are scattered: each is fetched this far ahead. */
+  enum { AHEAD = 16 };
+  for (size_t i = 0; i < n && i < AHEAD; i++)
+    aoi__idmap_prefetch(&w->ids, ops[i].id);
+  for (size_t i = 0; i < n; i++) {
+    if (i + AHEAD < n)
+      aoi__idmap_prefetch(&w->ids, ops[i + AHEAD].id);
+    uint32_t h;
+    int rc = find_handle(w, ops[i].id, &h);
+    if (rc == 0)
+      rc = move_handle(w, h, ops[i].x, ops[i].y);
+    if (rc != 0) {
+      if (done != NULL)
+        *done = i;
+      return rc;
+    }
+  }
+  if (done != NULL)
+    *done = n;
+  return 0;
+}
+
 /* Keeps *high at or above every live value as one goes from `was` to
    `now`: it grows at once; when the largest one shrinks, *dirty asks the
    next tick to find the largest again. */

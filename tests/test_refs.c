@@ -10,7 +10,9 @@
  *
  * The test knows how submit.c builds a reference (the generation above
  * the handle) only to forge ones and to check that a handle was reused;
- * the world's tables (internal.h) only to wrap a generation. Scenarios run
+ * the world's tables (internal.h) only to wrap a generation. aoi_move_many
+ * (moves by id in a batch) is here too: its checks, and that a batch is
+ * the aoi_move calls it stands for, up to the first that fails. Scenarios run
  * on several layouts of threads x shards, with entities spread over the
  * bounds so that moves cross shards.
  */
@@ -592,6 +594,118 @@ static void test_move_ref_out_of_memory(void **state)
   }
 }
 
+/* ---- aoi_move_many ------------------------------------------------------- */
+
+/* Its argument checks, EBUSY, and what *done says. */
+static void test_move_many_errors(void **state)
+{
+  (void)state;
+  aoi_world *w = world_for((layout){2, 3});
+  assert_int_equal(aoi_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  aoi_move_op ops[] = {{1, 11, 10}, {2, 21, 10}};
+  size_t done = 99;
+  assert_int_equal(aoi_move_many(NULL, ops, 2, &done), AOI_EINVAL);
+  assert_int_equal(done, 0);
+  done = 99;
+  assert_int_equal(aoi_move_many(w, NULL, 1, &done), AOI_EINVAL);
+  assert_int_equal(done, 0);
+  done = 99;
+  assert_int_equal(aoi_move_many(w, NULL, 0, &done), 0);
+  assert_int_equal(done, 0);
+  assert_int_equal(aoi_move_many(w, ops, 0, NULL), 0);
+  assert_int_equal(aoi_move_many(w, ops, 2, &done), 0);
+  assert_int_equal(done, 2);
+  assert_int_equal(aoi_move_many(w, ops, 2, NULL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  /* EBUSY while a tick is in flight: nothing moves */
+  assert_int_equal(aoi_tick_begin(w), 0);
+  done = 99;
+  assert_int_equal(aoi_move_many(w, ops, 2, &done), AOI_EBUSY);
+  assert_int_equal(done, 0);
+  assert_int_equal(aoi_move_many(NULL, ops, 2, &done), AOI_EINVAL);
+  assert_int_equal(aoi_tick_end(w), 0);
+  /* the first failing move: its error, its index */
+  aoi_move_op bad[] = {{1, 12, 10}, {3, 5, 5}, {2, 22, 10}};
+  assert_int_equal(aoi_move_many(w, bad, 3, &done), AOI_ENOENT);
+  assert_int_equal(done, 1);
+  bad[1] = (aoi_move_op){2, NAN, 5};
+  assert_int_equal(aoi_move_many(w, bad, 3, &done), AOI_ECOORD);
+  assert_int_equal(done, 1);
+  expect_valid(w);
+  aoi_destroy(w);
+}
+
+/* A batch is the calls it stands for: against a world that made them one
+   by one (and, where the batch fails, only those before the failing one),
+   the same events and views, on every layout; batches longer than the
+   lookahead, an id moved twice in one batch, moves across shards. */
+static void test_move_many_is_move(void **state)
+{
+  (void)state;
+  enum { N = 300, TICKS = 6 };
+  static aoi_move_op ops[2 * N];
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *many = world_for(layouts[l]), *one = world_for(layouts[l]);
+    records got = {0}, want = {0};
+    for (uint64_t id = 1; id <= N; id++) {
+      float x = (float)(id * 37 % 100), y = (float)(id * 61 % 100);
+      unsigned flags = id % 3 == 0 ? AOI_MARKER : WM;
+      assert_int_equal(aoi_add(many, id, x, y, 8, flags, ALL, ALL), 0);
+      assert_int_equal(aoi_add(one, id, x, y, 8, flags, ALL, ALL), 0);
+    }
+    for (int t = 0; t < TICKS; t++) {
+      size_t n = 0;
+      for (uint64_t id = 1; id <= N; id++) {
+        if ((id + (uint64_t)t) % 5 == 0)
+          continue; /* some stand */
+        float x = (float)((id * 13 + (uint64_t)t * 7) % 100);
+        float y = (float)((id * 29 + (uint64_t)t * 3) % 100);
+        ops[n++] = (aoi_move_op){id, x, y};
+        if (id % 17 == 0) /* moved again, as a teleport then its step */
+          ops[n++] = (aoi_move_op){id, y, x};
+      }
+      size_t fail_at = n;
+      if (t == 3) { /* a batch that fails midway */
+        fail_at = n / 2;
+        ops[fail_at].id = N + 1;
+      }
+      size_t done = 0;
+      int rc = aoi_move_many(many, ops, n, &done);
+      assert_int_equal(rc, fail_at < n ? AOI_ENOENT : 0);
+      assert_int_equal(done, fail_at);
+      for (size_t i = 0; i < fail_at; i++)
+        assert_int_equal(aoi_move(one, ops[i].id, ops[i].x, ops[i].y), 0);
+      assert_int_equal(aoi_tick(many), 0);
+      assert_int_equal(aoi_tick(one), 0);
+      expect_valid(many);
+      got.count = want.count = 0;
+      drain(many, &got);
+      drain(one, &want);
+      assert_true(want.count > 0);
+      if (got.count != want.count ||
+          memcmp(got.items, want.items, sizeof(record) * got.count) != 0)
+        fail_msg("threads %u shards %u, tick %d: moving in batches gave"
+                 " other events than moving one by one",
+                 layouts[l].threads, layouts[l].shards, t + 1);
+    }
+    for (uint64_t id = 1; id <= N; id += 7) {
+      uint64_t a[MAX_IDS], b[MAX_IDS];
+      size_t na = 0, nb = 0;
+      int ra = aoi_view(many, id, a, MAX_IDS, &na);
+      int rb = aoi_view(one, id, b, MAX_IDS, &nb);
+      assert_int_equal(ra, rb);
+      assert_int_equal(na, nb);
+      if (ra == 0)
+        assert_memory_equal(a, b, sizeof(uint64_t) * na);
+    }
+    records_free(&got);
+    records_free(&want);
+    aoi_destroy(many);
+    aoi_destroy(one);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -601,6 +715,8 @@ int main(void)
       cmocka_unit_test(test_generation_wraps),
       cmocka_unit_test(test_move_ref_is_move),
       cmocka_unit_test(test_move_ref_out_of_memory),
+      cmocka_unit_test(test_move_many_errors),
+      cmocka_unit_test(test_move_many_is_move),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

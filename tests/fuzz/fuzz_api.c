@@ -22,7 +22,8 @@
  *   moves by reference (aoi_move_ref with the reference aoi_ref_of gave
  *   at the id's latest add, after checking that aoi_ref_of still gives it,
  *   and that the reference of the id's previous life is refused): the
- *   same operation by another path, so old inputs keep their meaning.
+ *   same operation by another path, so old inputs keep their meaning;
+ *   the other moves the ids of odd index by aoi_move_many, a batch of one.
  * Inputs without bit 7 of byte 3 read as they did before the policies
  * existed, so the corpus and the regressions keep their meaning.
  * Ids come from a table of 64 (small ones and extremes such as 0 and
@@ -344,8 +345,19 @@ static void move_to(fuzz_run *f, size_t index, float x, float y,
 
   trace_line(f, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(f->m, id, x, y);
-  int got = by_ref ? move_by_ref(f, index, x, y)
-                   : aoi_move(f->world, id, x, y);
+  int got;
+  if (by_ref)
+    got = move_by_ref(f, index, x, y);
+  else if (index % 2 == 0)
+    got = aoi_move(f->world, id, x, y);
+  else { /* a batch of one: the same operation by another path */
+    aoi_move_op op = {id, x, y};
+    size_t done = 99;
+    got = aoi_move_many(f->world, &op, 1, &done);
+    if (done != (got == 0 ? 1u : 0u))
+      fail(f, "aoi_move_many(%" PRIu64 ") returned %d with done %zu", id,
+           got, done);
+  }
   check_code(f, by_ref ? "aoi_move_ref" : "aoi_move", got, want);
   if (got == 0) {
     f->slots[index].x = x;
