@@ -185,38 +185,29 @@ checksums() {
   sed -E -e 's/.*"scenario":"([a-z-]+)".*"threads":([0-9]+).*/\1 \2 &/' \
     -e 's/^([^ ]+ [0-9]+) .*"checksum":"([0-9a-f]+)".*/\1 \2/' "$1"
 }
-if ! "$bench" --json --refs --scenario churn,flood,teleport --entities 400 \
-     --ticks 3 --threads 1,2 --shards 3 --flood 3 --no-baseline \
-     >"$tmp/refs" 2>"$tmp/err"; then
-  echo "check-json: the --refs run failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
-check "$tmp/refs" 6
-n=$(grep -c '"refs":true' "$tmp/refs")
-[ "$n" -eq 6 ] ||
-  { echo "check-json: refs is not true with --refs" >&2; fail=1; }
 "$bench" --json --scenario churn,flood,teleport --entities 400 --ticks 3 \
   --threads 1,2 --shards 3 --flood 3 --no-baseline >"$tmp/ids" 2>/dev/null
-if [ "$(checksums "$tmp/refs")" != "$(checksums "$tmp/ids")" ]; then
-  echo "check-json: moves by reference gave other events than by id" >&2
-  fail=1
-fi
-if ! "$bench" --json --batch --scenario churn,flood,teleport --entities 400 \
-     --ticks 3 --threads 1,2 --shards 3 --flood 3 --no-baseline \
-     >"$tmp/batch" 2>"$tmp/err"; then
-  echo "check-json: the --batch run failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
-check "$tmp/batch" 6
-n=$(grep -c '"batch":true' "$tmp/batch")
-[ "$n" -eq 6 ] ||
-  { echo "check-json: batch is not true with --batch" >&2; fail=1; }
-if [ "$(checksums "$tmp/batch")" != "$(checksums "$tmp/ids")" ]; then
-  echo "check-json: moves in batches gave other events than one by one" >&2
-  fail=1
-fi
+# same_moves KEY: the moves by another path (--KEY) give the same events as
+# by id, one by one, and the JSON says "KEY":true.
+same_moves() {
+  if ! "$bench" --json "--$1" --scenario churn,flood,teleport \
+       --entities 400 --ticks 3 --threads 1,2 --shards 3 --flood 3 \
+       --no-baseline >"$tmp/$1" 2>"$tmp/err"; then
+    echo "check-json: the --$1 run failed:" >&2
+    cat "$tmp/err" >&2
+    fail=1
+  fi
+  check "$tmp/$1" 6
+  n=$(grep -c "\"$1\":true" "$tmp/$1")
+  [ "$n" -eq 6 ] ||
+    { echo "check-json: $1 is not true with --$1" >&2; fail=1; }
+  if [ "$(checksums "$tmp/$1")" != "$(checksums "$tmp/ids")" ]; then
+    echo "check-json: moves with --$1 gave other events than by id" >&2
+    fail=1
+  fi
+}
+same_moves refs
+same_moves batch
 
 [ "$fail" -eq 0 ] && echo "check-json: ok"
 exit "$fail"

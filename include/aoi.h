@@ -2,13 +2,13 @@
  * aoi.h: a multithreaded, spatially sharded Area Of Interest service.
  *
  * The host (a zone server's game loop) owns one aoi_world. Between ticks it
- * submits operations (aoi_add, aoi_move or aoi_move_ref, aoi_set_radius,
- * aoi_set_layers, aoi_set_appeal, aoi_set_cap, aoi_remove); each is
- * validated at once and queued. aoi_tick() applies them on the worker
- * threads, each worker owning some spatial shards, and leaves
- * in every watcher's outbox exactly the events that the trace semantics
- * (docs: TRACE_FORMAT.md) define: `leave`s, then `enter`s, then `move`s,
- * each group by entity id ascending. The host then drains the outboxes and
+ * submits operations (aoi_add, aoi_move, aoi_move_many or aoi_move_ref,
+ * aoi_set_radius, aoi_set_layers, aoi_set_appeal, aoi_set_cap,
+ * aoi_remove); each is validated at once and queued. aoi_tick() applies
+ * them on the worker threads, each worker owning some spatial shards, and
+ * leaves in every watcher's outbox exactly the events that the trace
+ * semantics (docs: TRACE_FORMAT.md) define: `leave`s, then `enter`s, then
+ * `move`s, each group by entity id ascending. The host then drains the outboxes and
  * may query the state as of that tick.
  *
  * Threads: every function here must be called from one host thread at a
@@ -21,8 +21,10 @@
  * (aoi_strerror and aoi_config_default, which take no world, always work).
  *
  * Errors: functions return 0 or a negative AOI_E* code. A call that fails
- * changes nothing and writes no out-parameter, with one documented exception
- * (aoi_tick on AOI_ENOMEM). Every function that takes a world returns
+ * changes nothing and writes no out-parameter, with two documented
+ * exceptions: aoi_tick on AOI_ENOMEM, and aoi_move_many, which stands for a
+ * run of aoi_move calls and keeps those before the first that fails (its
+ * *done says how many). Every function that takes a world returns
  * AOI_EINVAL for a NULL world or a NULL out-parameter, and AOI_EBUSY while a
  * tick is in flight (see aoi_tick_begin), before any other check; those that
  * return ids or events may return AOI_ENOMEM when a buffer cannot grow.
@@ -212,8 +214,9 @@ typedef struct aoi_move_op {
    the first move that fails and returns its error: that move and the ones
    after it changed nothing, the ones before it stand. *done (when not
    NULL) is the number that stand: n after 0, and the failing one's index
-   after an error. AOI_EINVAL for a NULL world, or NULL ops with n > 0 (then
-   nothing is done); n = 0 does nothing and returns 0. */
+   after an error. AOI_EINVAL for a NULL world, or NULL ops with n > 0, then
+   AOI_EBUSY while a tick is in flight (then nothing is done, and *done is
+   0); n = 0 does nothing and returns 0. */
 AOI_EXPORT int aoi_move_many(aoi_world *world, const aoi_move_op *ops,
                              size_t n, size_t *done);
 /* Sets the view radius of a live entity. */

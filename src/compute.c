@@ -8,8 +8,10 @@
  * index_shard). Then its work list: the watchers that changed or
  * whose view is stale, and those with a changed marker or a departure
  * within their reach; any other watcher is skipped without reading its
- * view. Each listed watcher is computed by one of four paths
- * (compute_watcher):
+ * view. The quiet watchers (unchanged, no policy, about the usual reach)
+ * are not listed: the changes find them (push.c, compute_quiet), unless
+ * so much changed that listing them costs less. Each listed watcher is
+ * computed by one of four paths (compute_watcher):
  *
  *  - compute_whole: a watcher that changed, or that most of what it sees
  *    changed, checks its previous view (sorted by id) against one scan of
@@ -17,7 +19,8 @@
  *    in id order; its enters are the markers within its radius, found in
  *    the grid, that the view does not hold.
  *  - compute_changes: any other watcher only looks at the changed markers
- *    and departures within its reach.
+ *    and departures within its reach (a quiet one, when the changes were
+ *    too many to push).
  *  - compute_policy: compute_whole's scan for a watcher that sees some
  *    marker by its appeal (now or at the last tick) or is told by move
  *    bands; aoi__compute_capped (policy.c) for a capped one.

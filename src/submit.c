@@ -405,6 +405,8 @@ int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
     *done = 0;
   if (w == NULL || (ops == NULL && n > 0))
     return AOI_EINVAL;
+  if (w->in_flight)
+    return AOI_EBUSY;
   /* The id lookups are scattered: each is fetched this far ahead. */
   enum { AHEAD = 16 };
   for (size_t i = 0; i < n && i < AHEAD; i++)

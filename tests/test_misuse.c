@@ -128,6 +128,8 @@ static void calls_in_flight_are_busy(void **state)
     assert_int_equal(aoi_move(w, 1, 50, 50), AOI_EBUSY);
     assert_int_equal(aoi_move_ref(w, one, 50, 50), AOI_EBUSY);
     assert_int_equal(aoi_move_ref(w, 0, NAN, 50), AOI_EBUSY);
+    aoi_move_op batch[] = {{1, 50, 50}, {99999, NAN, 0}};
+    assert_int_equal(aoi_move_many(w, batch, 2, NULL), AOI_EBUSY);
     assert_int_equal(aoi_ref_of(w, 1, &unwritten), AOI_EBUSY);
     assert_int_equal(aoi_ref_of(w, 99999, &unwritten), AOI_EBUSY);
     assert_int_equal(aoi_set_radius(w, 1, 3), AOI_EBUSY);

@@ -624,6 +624,8 @@ static void test_move_many_errors(void **state)
   assert_int_equal(aoi_move_many(w, ops, 2, &done), AOI_EBUSY);
   assert_int_equal(done, 0);
   assert_int_equal(aoi_move_many(NULL, ops, 2, &done), AOI_EINVAL);
+  assert_int_equal(aoi_move_many(w, NULL, 1, &done), AOI_EINVAL);
+  assert_int_equal(aoi_move_many(w, ops, 0, &done), AOI_EBUSY);
   assert_int_equal(aoi_tick_end(w), 0);
   /* the first failing move: its error, its index */
   aoi_move_op bad[] = {{1, 12, 10}, {3, 5, 5}, {2, 22, 10}};
