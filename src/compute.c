@@ -330,6 +330,14 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                             &k->tell_capacity, 3 * v + 3,
                             sizeof(uint32_t)) != 0)
     return AOI_ENOMEM;
+  /* the plain path notes the ids of the kept markers as it meets them,
+     for its enters to find their places (aoi__view_enter_met) */
+  if (!policy && aoi__reserve(&w->allocator, (void **)&k->met,
+                              &k->met_capacity, v + 1,
+                              sizeof(uint64_t)) != 0)
+    return AOI_ENOMEM;
+  uint64_t *met = k->met;
+  uint32_t nmet = 0;
   for (uint32_t i = 0; i < v; i++)
     aoi__set_member(k, held[i]);
   if (bands)
@@ -368,6 +376,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
             meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
           else {
             aoi__clear_member(k, h); /* met: kept */
+            met[nmet++] = g->id[i];
             if (g->info[i] & AOI__ENTRY_MOVED)
               aoi__set_moved(k, h);
           }
@@ -468,7 +477,12 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     hs[kept++] = h;
   }
-  aoi__view_enter(k, view, told_now, kept, n, by_view ? NULL : out + nl);
+  if (policy)
+    aoi__view_enter(k, view, told_now, kept, n, by_view ? NULL : out + nl);
+  else {
+    AOI__ASSERT(nmet == kept);
+    aoi__view_enter_met(k, view, kept, n, by_view ? NULL : out + nl, met);
+  }
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   if (by_view && n > 0) /* (n is 0 when its enters wait) */

@@ -128,6 +128,12 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
    view keeps its first `kept`. */
 void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
                      uint32_t kept, uint32_t n, uint32_t *out);
+/* The same without told positions, for a scan that met the kept handles
+   and noted their ids, in any order, in met[0..kept): a few enters find
+   their places by counting there (the ids are at hand) instead of reading
+   the scattered ids of the view. */
+void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
+                         uint32_t n, uint32_t *out, const uint64_t *met);
 /* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
    AOI_ENOMEM (then nothing changed). */
 int aoi__view_reserve(const aoi_allocator *a, aoi__view *view, uint32_t need,

@@ -90,22 +90,16 @@ static inline uint32_t lower_bound(const uint32_t *hs, const uint64_t *idof,
   return lo + below;
 }
 
-/* Merges `n` enters (by id) into the view's first `kept` handles (by id),
-   in place from the back; the view has room for both. Each enter finds
-   its place by a binary search (ids are read from idof, scattered), then
-   the runs between places move up in one pass without reading an id. */
-static void merge_enters(aoi__view *view, float *told, uint32_t kept,
-                         aoi__candidate *enters, uint32_t n,
-                         const uint64_t *idof, const aoi__mark *mark)
+/* Merges `n` enters (by id), each holding in .id its place (the number of
+   kept handles before it), into the view's first `kept` handles (by id),
+   in place from the back; the view has room for both. The runs between
+   places move up in one pass without reading an id. */
+static void merge_placed(aoi__view *view, float *told, uint32_t kept,
+                         const aoi__candidate *enters, uint32_t n,
+                         const aoi__mark *mark)
 {
   AOI__ASSERT(kept + n <= view->capacity);
   uint32_t *hs = view->handles;
-  uint32_t lo = 0;
-  /* enters[j].id is no longer needed once placed: keep the place there */
-  for (uint32_t j = 0; j < n; j++) {
-    lo = lower_bound(hs, idof, lo, kept, enters[j].id);
-    enters[j].id = lo; /* the number of kept handles before it */
-  }
   uint32_t i = kept, to = kept + n;
   if (told != NULL) { /* the same moves, and an enter tells its position */
     for (uint32_t j = n; j-- > 0;) {
@@ -132,6 +126,31 @@ static void merge_enters(aoi__view *view, float *told, uint32_t kept,
   view->count = kept + n;
 }
 
+/* Each enter's place by a search of the view: ids read from idof,
+   scattered. enters[j].id is no longer needed once placed: the place goes
+   there. */
+static void place_by_search(const aoi__view *view, uint32_t kept,
+                            aoi__candidate *enters, uint32_t n,
+                            const uint64_t *idof)
+{
+  uint32_t lo = 0;
+  for (uint32_t j = 0; j < n; j++) {
+    lo = lower_bound(view->handles, idof, lo, kept, enters[j].id);
+    enters[j].id = lo;
+  }
+}
+
+/* Sorts the enters by id and writes their handles out. */
+static aoi__candidate *sort_enters(aoi__worker *k, uint32_t n, uint32_t *out)
+{
+  aoi__candidate *enters = k->candidates;
+  sort_by_id(enters, n, spare_candidates(k));
+  if (out != NULL)
+    for (uint32_t j = 0; j < n; j++)
+      out[j] = enters[j].handle;
+  return enters;
+}
+
 void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
                      uint32_t kept, uint32_t n, uint32_t *out)
 {
@@ -139,12 +158,33 @@ void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
     view->count = kept;
     return;
   }
-  aoi__candidate *enters = k->candidates;
-  sort_by_id(enters, n, spare_candidates(k));
-  if (out != NULL)
-    for (uint32_t j = 0; j < n; j++)
-      out[j] = enters[j].handle;
-  merge_enters(view, told, kept, enters, n, k->world->idof, k->world->mark);
+  aoi__candidate *enters = sort_enters(k, n, out);
+  place_by_search(view, kept, enters, n, k->world->idof);
+  merge_placed(view, told, kept, enters, n, k->world->mark);
+}
+
+void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
+                         uint32_t n, uint32_t *out, const uint64_t *met)
+{
+  if (n == 0) {
+    view->count = kept;
+    return;
+  }
+  aoi__candidate *enters = sort_enters(k, n, out);
+  /* A count reads every kept id, at hand, once an enter; a search a dozen
+     scattered ones (each maybe a miss). The count wins but in a huge view. */
+  if (kept > 512) {
+    place_by_search(view, kept, enters, n, k->world->idof);
+  } else {
+    for (uint32_t j = 0; j < n; j++) {
+      uint64_t id = enters[j].id;
+      uint32_t below = 0;
+      for (uint32_t t = 0; t < kept; t++)
+        below += met[t] < id;
+      enters[j].id = below;
+    }
+  }
+  merge_placed(view, NULL, kept, enters, n, k->world->mark);
 }
 
 void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)

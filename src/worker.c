@@ -68,6 +68,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->candidates,
               sizeof(aoi__candidate) * 2 * (size_t)k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
+    aoi__free(a, k->met, sizeof(uint64_t) * k->met_capacity);
     aoi__free(a, k->work, sizeof(uint64_t) * k->work_capacity);
     aoi__free(a, k->quiet, sizeof(aoi__quiet) * k->quiet_capacity);
     aoi__free(a, k->pushes, sizeof(aoi__push) * k->push_capacity);

@@ -365,6 +365,8 @@ typedef struct aoi__worker {
   uint32_t candidate_capacity;
   uint32_t *hits; /* a watcher's moves, before they follow its enters */
   uint32_t hit_capacity;
+  uint64_t *met; /* the ids of the markers a plain scan kept, as met */
+  uint32_t met_capacity;
   uint64_t *member; /* two bits a handle, side by side (see reserve_members
                        in compute.c); all clear between watchers */
   uint32_t member_words;
