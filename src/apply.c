@@ -144,7 +144,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
     if (e->touched != tick)
       depart(s, e);
     aoi__view_recycle(k, &e->view);
-    w->mark[r->handle] = (aoi__mark){0, 0, 0, 0};
+    w->mark[r->handle] = (aoi__mark){w->mark[r->handle].id, 0, 0, 0, 0};
     w->appeal[r->handle] = 0;
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;

@@ -160,7 +160,7 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
     if (!(e->flags & AOI_WATCHER) && e->view.count != 0)
       return false;
     for (uint32_t j = 1; j < e->view.count; j++)
-      if (w->idof[e->view.handles[j - 1]] >= w->idof[e->view.handles[j]])
+      if (w->mark[e->view.handles[j - 1]].id >= w->mark[e->view.handles[j]].id)
         return false;
   }
   return s->grid.width == 0 || aoi__grid_valid(&s->grid);

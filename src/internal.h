@@ -160,10 +160,10 @@ void aoi__view_recycle(struct aoi__worker *k, aoi__view *view);
    and their list, for 0). */
 void aoi__view_spares_trim(struct aoi__worker *k, uint32_t keep);
 /* The index of `id` in a view, or view->count when it holds no such id. */
-uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+uint32_t aoi__view_find(const aoi__view *view, const aoi__mark *mark,
                         uint64_t id);
 /* Whether the view holds handle h, whose id is `id`. */
-bool aoi__view_holds(const aoi__view *view, const uint64_t *idof, uint64_t id,
+bool aoi__view_holds(const aoi__view *view, const aoi__mark *mark, uint64_t id,
                      uint32_t h);
 
 /* ---- invariants (check.c) ----------------------------------------------- */

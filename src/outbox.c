@@ -10,8 +10,8 @@
  * of its watchers. Between ticks the host owns everything, except that
  * aoi_deliver of different segments may run at once on different threads:
  * each touches only its segment, its segment's watchers' records and
- * outboxes (a watcher belongs to exactly one segment's delivery: by its
- * record, or else by aoi__segments_assign), and reads idof and mark, which
+  * outboxes (a watcher belongs to exactly one segment's delivery: by its
+ * record, or else by aoi__segments_assign), and reads the marks, which
  * nothing writes between ticks.
  *
  * The pending list (aoi_pending) is built on demand from the records and
@@ -103,7 +103,6 @@ static inline uint32_t record_words(const uint32_t *rec)
 static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
                    aoi_event *out)
 {
-  const uint64_t *idof = w->idof;
   const aoi__mark *mark = w->mark;
   const uint32_t *hs = rec + AOI__RECORD_HEADER;
   uint32_t nl = rec[1], ne = rec[2], nm = rec[3], i = 0;
@@ -115,18 +114,16 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
     hs = view->handles;
   }
   for (; i < nl; i++)
-    out[i] = (aoi_event){idof[hs[i]], 0, 0, AOI_LEAVE, tick};
+    out[i] = (aoi_event){mark[hs[i]].id, 0, 0, AOI_LEAVE, tick};
   for (; i < nl + ne; i++) {
     const aoi__mark *m = &mark[hs[i]];
-    out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_ENTER, tick};
+    out[i] = (aoi_event){m->id, m->x, m->y, AOI_ENTER, tick};
   }
   for (; i < nl + ne + nm; i++) {
-    if (i + 8 < nl + ne + nm) {
+    if (i + 8 < nl + ne + nm)
       __builtin_prefetch(&mark[hs[i + 8]]);
-      __builtin_prefetch(&idof[hs[i + 8]]);
-    }
     const aoi__mark *m = &mark[hs[i]];
-    out[i] = (aoi_event){idof[hs[i]], m->x, m->y, AOI_MOVE, tick};
+    out[i] = (aoi_event){m->id, m->x, m->y, AOI_MOVE, tick};
   }
 }
 
@@ -293,7 +290,7 @@ static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
   }
   o->count = 0;
   if (n > 0)
-    fn(user, w->idof[h], events, n);
+    fn(user, w->mark[h].id, events, n);
   return 0;
 }
 
@@ -325,12 +322,10 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       uint32_t g = after[0];
       __builtin_prefetch(&w->event_at[g]);
       __builtin_prefetch(&w->outbox[g]);
-      __builtin_prefetch(&w->idof[g]);
+      __builtin_prefetch(&w->mark[g]);
       uint32_t words = record_words(after) - AOI__RECORD_HEADER;
-      for (uint32_t j = 0; j < words && j < 8; j++) {
+      for (uint32_t j = 0; j < words && j < 8; j++)
         __builtin_prefetch(&w->mark[after[AOI__RECORD_HEADER + j]]);
-        __builtin_prefetch(&w->idof[after[AOI__RECORD_HEADER + j]]);
-      }
     }
     if (w->event_at[h] == at + 1) {
       int rc = deliver_one(w, seg, h, fn, user);
@@ -365,7 +360,7 @@ int aoi__pending_update(aoi_world *w)
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
     if (w->outbox[h].count > 0 && (w->host[h].flags & AOI__LIVE))
-      p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
+      p->entries[n++] = (aoi__pending_entry){w->mark[h].id, h};
   }
   for (unsigned i = 0; i < w->threads; i++) {
     const aoi__segment *seg = &w->segments[i];
@@ -376,7 +371,7 @@ int aoi__pending_update(aoi_world *w)
       uint32_t h = rec[0];
       /* one with a backlog is listed already */
       if (w->event_at[h] == at + 1 && w->outbox[h].count == 0)
-        p->entries[n++] = (aoi__pending_entry){w->idof[h], h};
+        p->entries[n++] = (aoi__pending_entry){w->mark[h].id, h};
       at += record_words(rec);
     }
   }

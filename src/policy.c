@@ -227,7 +227,7 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
     const aoi__mark *m = &w->mark[h];
     float appeal = w->appeal[h];
     if ((m->layers & e->interest) != 0 &&
-        !add_pick_at(k, e, h, w->idof[h], m->x, m->y,
+        !add_pick_at(k, e, h, w->mark[h].id, m->x, m->y,
                      appeal > radius ? appeal : radius,
                      appeal > radius ? AOI__PICK_APPEAL : 0, n))
       return false;

@@ -61,7 +61,7 @@ typedef struct change {
 static bool view_holds(const aoi__worker *k, const aoi__shard *s,
                        uint32_t slot, const change *c)
 {
-  return aoi__view_holds(&s->entities[slot].view, k->world->idof, c->id,
+  return aoi__view_holds(&s->entities[slot].view, k->world->mark, c->id,
                          c->handle);
 }
 

@@ -126,7 +126,7 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
     return rc;
   size_t n = e != NULL ? e->view.count : 0;
   for (size_t i = 0; i < n && i < capacity; i++)
-    ids[i] = w->idof[e->view.handles[i]];
+    ids[i] = w->mark[e->view.handles[i]].id;
   *count = n;
   return 0;
 }
@@ -134,7 +134,7 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
 static bool view_holds(const aoi_world *w, const aoi__view *v, uint64_t id,
                        uint32_t handle)
 {
-  uint32_t at = aoi__view_find(v, w->idof, id);
+  uint32_t at = aoi__view_find(v, w->mark, id);
   return at < v->count && v->handles[at] == handle;
 }
 

@@ -42,7 +42,6 @@ typedef struct handle_tables {
   aoi__mark *mark;
   float *appeal;
   aoi__outbox *outbox;
-  uint64_t *idof;
   uint32_t *event_at, *queued, *generation, *free_handles, *limbo, *limbo_old,
       *backlog, *assigned;
   uint8_t *in_backlog;
@@ -68,7 +67,6 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(mark, aoi__mark);
   TABLE(appeal, float);
   TABLE(outbox, aoi__outbox);
-  TABLE(idof, uint64_t);
   TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
   TABLE(generation, uint32_t);
@@ -132,7 +130,6 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
     memcpy(t.appeal, w->appeal, sizeof(*t.appeal) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
-    memcpy(t.idof, w->idof, sizeof(*t.idof) * old);
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
@@ -148,7 +145,6 @@ static int reserve_handle(aoi_world *w)
   memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
   memset(t.appeal + old, 0, sizeof(*t.appeal) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
-  memset(t.idof + old, 0, sizeof(*t.idof) * (cap - old));
   memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
   for (uint32_t h = old; h < cap; h++)
@@ -160,7 +156,6 @@ static int reserve_handle(aoi_world *w)
   w->mark = t.mark;
   w->appeal = t.appeal;
   w->outbox = t.outbox;
-  w->idof = t.idof;
   w->event_at = t.event_at;
   w->queued = t.queued;
   w->generation = t.generation;
@@ -302,7 +297,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->flags = flags | AOI__LIVE;
   e->shard = shard;
   w->outbox[h].count = 0;
-  w->idof[h] = id;
+  w->mark[h].id = id;
   w->event_at[h] = 0;
   aoi__idmap_put(&w->ids, id, h);
   w->live++;

@@ -63,18 +63,18 @@ sort_by_id(aoi__candidate *c, uint32_t n, aoi__candidate *spare)
 }
 
 /* The first of hs[lo..hi), sorted by id, whose id is not below `id`. The
-   ids are scattered (idof), so each read is likely a miss: the search
+   ids are scattered (in the marks), so each read is likely a miss: the search
    reads three at once to narrow the range to a quarter, and counts the
    last few without a branch, so that the reads of a round overlap instead
    of each waiting for the one before (a binary search would make about
    six dependent reads in a view of 35, this two or three rounds). */
-static inline uint32_t lower_bound(const uint32_t *hs, const uint64_t *idof,
+static inline uint32_t lower_bound(const uint32_t *hs, const aoi__mark *mark,
                                    uint32_t lo, uint32_t hi, uint64_t id)
 {
   while (hi - lo > 12) {
     uint32_t step = (hi - lo) / 4;
     uint32_t m1 = lo + step, m2 = m1 + step, m3 = m2 + step;
-    uint64_t a = idof[hs[m1]], b = idof[hs[m2]], c = idof[hs[m3]];
+    uint64_t a = mark[hs[m1]].id, b = mark[hs[m2]].id, c = mark[hs[m3]].id;
     if (c < id)
       lo = m3 + 1;
     else if (b < id)
@@ -86,7 +86,7 @@ static inline uint32_t lower_bound(const uint32_t *hs, const uint64_t *idof,
   }
   uint32_t below = 0;
   for (uint32_t i = lo; i < hi; i++)
-    below += idof[hs[i]] < id;
+    below += mark[hs[i]].id < id;
   return lo + below;
 }
 
@@ -126,16 +126,16 @@ static void merge_placed(aoi__view *view, float *told, uint32_t kept,
   view->count = kept + n;
 }
 
-/* Each enter's place by a search of the view: ids read from idof,
+/* Each enter's place by a search of the view: ids read from the marks,
    scattered. enters[j].id is no longer needed once placed: the place goes
    there. */
 static void place_by_search(const aoi__view *view, uint32_t kept,
                             aoi__candidate *enters, uint32_t n,
-                            const uint64_t *idof)
+                            const aoi__mark *mark)
 {
   uint32_t lo = 0;
   for (uint32_t j = 0; j < n; j++) {
-    lo = lower_bound(view->handles, idof, lo, kept, enters[j].id);
+    lo = lower_bound(view->handles, mark, lo, kept, enters[j].id);
     enters[j].id = lo;
   }
 }
@@ -159,7 +159,7 @@ void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
     return;
   }
   aoi__candidate *enters = sort_enters(k, n, out);
-  place_by_search(view, kept, enters, n, k->world->idof);
+  place_by_search(view, kept, enters, n, k->world->mark);
   merge_placed(view, told, kept, enters, n, k->world->mark);
 }
 
@@ -174,7 +174,7 @@ void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
   /* A count reads every kept id, at hand, once an enter; a search a dozen
      scattered ones (each maybe a miss). The count wins but in a huge view. */
   if (kept > 512) {
-    place_by_search(view, kept, enters, n, k->world->idof);
+    place_by_search(view, kept, enters, n, k->world->mark);
   } else {
     for (uint32_t j = 0; j < n; j++) {
       uint64_t id = enters[j].id;
@@ -193,21 +193,21 @@ void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
   memset(view, 0, sizeof(*view));
 }
 
-uint32_t aoi__view_find(const aoi__view *view, const uint64_t *idof,
+uint32_t aoi__view_find(const aoi__view *view, const aoi__mark *mark,
                         uint64_t id)
 {
   const uint32_t *hs = view->handles;
-  uint32_t lo = lower_bound(hs, idof, 0, view->count, id);
-  return lo < view->count && idof[hs[lo]] == id ? lo : view->count;
+  uint32_t lo = lower_bound(hs, mark, 0, view->count, id);
+  return lo < view->count && mark[hs[lo]].id == id ? lo : view->count;
 }
 
-bool aoi__view_holds(const aoi__view *view, const uint64_t *idof, uint64_t id,
+bool aoi__view_holds(const aoi__view *view, const aoi__mark *mark, uint64_t id,
                      uint32_t h)
 {
   const uint32_t *hs = view->handles;
   /* a respawned id has a new handle: the old may still be held */
-  for (uint32_t at = lower_bound(hs, idof, 0, view->count, id);
-       at < view->count && idof[hs[at]] == id; at++)
+  for (uint32_t at = lower_bound(hs, mark, 0, view->count, id);
+       at < view->count && mark[hs[at]].id == id; at++)
     if (hs[at] == h)
       return true;
   return false;

@@ -93,7 +93,7 @@ typedef struct aoi__outbox {
    records of 32-bit words: the watcher's handle, its numbers of leaves,
    enters and moves, then the handles of the entities concerned in that
    order. An event is 4 bytes here; its id and position are read at
-   delivery from world->idof and world->mark, which no thread changes
+   delivery from world->mark, which no thread changes
    between ticks. world->event_at[h] is 1 + the offset of watcher h's record
    while it is undelivered (0 otherwise). Records left undelivered when the
    next tick begins are expanded into the watchers' outboxes first.
@@ -168,7 +168,7 @@ typedef struct aoi__queue {
 } aoi__queue;
 
 /* A watcher's view: the handles of the markers it sees, ordered by their
-   ids (world->idof). Four bytes an entry: the position a watcher was last
+   ids (world->mark[h].id). Four bytes an entry: the position a watcher was last
    told is never stored, because every tick that computes a view tells each
    kept marker that moved (see aoi__mark.moved), so what the client knows is
    the position at the end of the last tick. A view held back by a failed
@@ -245,6 +245,11 @@ typedef struct aoi__handoff {
    shard applies the handle's ops; the exchange batches every worker waits
    for before computing order those writes before every read. */
 typedef struct aoi__mark {
+  /* the handle's id: written by the host at the add, kept until the handle
+     is taken again (a removed one's leaves are delivered after its tick),
+     and read wherever a view is ordered or an event told. It lies on the
+     line of the position, so that delivery reads one line an event. */
+  uint64_t id;
   float x, y;
   uint32_t layers;
   uint32_t moved; /* low 32 bits of the last tick that changed x or y */
@@ -456,7 +461,6 @@ struct aoi_world {
                     and read like the marks */
   aoi__outbox *outbox;                    /* per handle: the backlog */
   uint32_t *event_at;                     /* per handle, see aoi__segment */
-  uint64_t *idof;                         /* per handle: its id */
   uint8_t *in_backlog;                    /* per handle: in backlog[] */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
