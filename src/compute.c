@@ -114,8 +114,11 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
 {
   uint32_t unchanged = 0;
   s->capped = 0;
+  /* the grid's box comes with this pass over the entities */
+  double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     const aoi__entity *e = &s->entities[i];
+    aoi__box_add(box, e->x, e->y);
     if (!(e->flags & AOI_WATCHER))
       continue;
     s->capped += e->cap > 0;
@@ -134,9 +137,13 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
     ghosts = kept;
   }
   *src = (shard_source){s, tick, ghosts, unchanged > 0};
+  for (uint32_t i = 0; i < ghosts; i++)
+    aoi__box_add(box, s->ghosts[i].x, s->ghosts[i].y);
+  for (uint32_t i = 0; src->departures && i < s->departed_count; i++)
+    aoi__box_add(box, s->departed[i].x, s->departed[i].y);
   uint32_t n = source_count(src);
   return aoi__grid_build_from(&k->world->allocator, &s->grid, n, cell_size,
-                              aoi__grid_limit(n), shard_entry, src);
+                              aoi__grid_limit(n), shard_entry, src, box);
 }
 
 /* Two bits per handle, side by side (compute.h), all clear between
@@ -714,11 +721,19 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   const uint32_t *start = k->push_start;
   for (uint32_t q = 0; q < nq; q++) {
     /* Entities are scattered: fetch ahead that of one with events. */
-    if (q + 8 < nq && start[q + 9] > start[q + 8]) {
-      const aoi__entity *far = &s->entities[quiet[q + 8].slot];
+    if (q + 16 < nq && start[q + 17] > start[q + 16]) {
+      const aoi__entity *far = &s->entities[quiet[q + 16].slot];
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);
     }
+    if (q + 10 < nq && start[q + 11] > start[q + 10])
+      aoi__push_prefetch(k, &s->entities[quiet[q + 10].slot],
+                         k->pushed + start[q + 10],
+                         start[q + 11] - start[q + 10], false);
+    if (q + 5 < nq && start[q + 6] > start[q + 5])
+      aoi__push_prefetch(k, &s->entities[quiet[q + 5].slot],
+                         k->pushed + start[q + 5], start[q + 6] - start[q + 5],
+                         true);
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)
       continue;
@@ -780,7 +795,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     uint32_t n = source_count(&src);
     if (aoi__grid_build_from(&k->world->allocator, &s->fine, n, 1e-30,
                              aoi__grid_dense_limit(n, 3), shard_entry,
-                             &src) == 0)
+                             &src, NULL) == 0)
       fine = &s->fine;
   } /* else: they scan their reach */
   if ((rc = reserve_members(k)) != 0 ||

@@ -117,6 +117,12 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
    AOI_ENOMEM (then nothing changed). */
 int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
                      aoi__push *p, uint32_t n);
+/* Fetches ahead what aoi__push_finish will read of a quiet watcher whose
+   entity was fetched before: with `ids` (a later stage, when the view's
+   handles have come), the ids of its view if something enters it, else
+   its view's handles if anything enters or leaves it. */
+void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
+                        const aoi__push *p, uint32_t n, bool ids);
 
 /* ---- views (view.c) ----------------------------------------------------- */
 

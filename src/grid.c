@@ -351,7 +351,7 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
                     double cell_size)
 {
   return aoi__grid_build_from(a, grid, count, cell_size,
-                              aoi__grid_limit(count), read_item, items);
+                              aoi__grid_limit(count), read_item, items, NULL);
 }
 
 void aoi__grid_range(const aoi__grid *grid, const double box[4],

@@ -160,27 +160,36 @@ static inline uint32_t aoi__grid_key(const aoi__grid *grid, float x, float y,
                         grid->width * grid->height);
 }
 
+/* Grows box[4] (x0, y0, x1, y1) to hold (x, y). */
+static inline void aoi__box_add(double box[4], double x, double y)
+{
+  box[0] = x < box[0] ? x : box[0];
+  box[1] = y < box[1] ? y : box[1];
+  box[2] = x > box[2] ? x : box[2];
+  box[3] = y > box[3] ? y : box[3];
+}
+
 /* Indexes the `count` entries `read` gives, with cells of side about
    cell_size but at most `limit` cells: a counting sort by (cell, class),
    departures after every cell. Inline with its reader, so that no entry is
    copied twice and no call is made per entry: each caller reads its own
-   entities and ghosts in place. */
+   entities and ghosts in place. `known` is the box of the entries' positions
+   when the caller has it from a pass of its own (else NULL: a pass here). */
 static inline __attribute__((always_inline)) int
 aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
                      double cell_size, double limit, aoi__grid_reader *read,
-                     const void *source)
+                     const void *source, const double *known)
 {
   enum { SAMPLES = 512 };
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   aoi__grid_item it;
-  for (uint32_t i = 0; i < count; i++) {
-    read(source, i, &it);
-    double x = it.x, y = it.y;
-    box[0] = x < box[0] ? x : box[0];
-    box[1] = y < box[1] ? y : box[1];
-    box[2] = x > box[2] ? x : box[2];
-    box[3] = y > box[3] ? y : box[3];
-  }
+  if (known != NULL)
+    memcpy(box, known, sizeof(box));
+  else
+    for (uint32_t i = 0; i < count; i++) {
+      read(source, i, &it);
+      aoi__box_add(box, it.x, it.y);
+    }
   /* positions spread over the entries, should one far away need
      clamping */
   double sx[SAMPLES], sy[SAMPLES];
