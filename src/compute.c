@@ -490,6 +490,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     AOI__ASSERT(nmet == kept);
     aoi__view_enter_met(k, view, kept, n, by_view ? NULL : out + nl, met);
   }
+  if (nl > 0)
+    aoi__view_fit(k, view, bands);
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   if (by_view && n > 0) /* (n is 0 when its enters wait) */
@@ -634,6 +636,8 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     hs[kept++] = h;
   }
   aoi__view_enter(k, view, NULL, kept, n, out + nl);
+  if (nl > 0)
+    aoi__view_fit(k, view, false);
   if (nm > 0)
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   aoi__commit_events(k, e, nl, n, nm);

@@ -140,14 +140,15 @@ void aoi__view_enter(aoi__worker *k, aoi__view *view, float *told,
    the scattered ids of the view. */
 void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
                          uint32_t n, uint32_t *out, const uint64_t *met);
-/* Room for `need` entries; a growth takes aoi__roomy(need, hint). 0 or
+/* Room for `need` entries in a view of worker k's: a block of an eighth
+   more and two (one of the worker's, see view.c), or for a view beyond
+   AOI__VIEW_SLAB_MAX half as much again or the hint (the allocator's). 0 or
    AOI_ENOMEM (then nothing changed). */
-int aoi__view_reserve(const aoi_allocator *a, aoi__view *view, uint32_t need,
-                      uint32_t hint, bool told);
-/* The same for a view of worker k: an empty one first takes a spare block
-   of the worker's (aoi__view_recycle) that holds `need`. */
 int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
                         uint32_t hint, bool told);
+/* After its leaves: a view well below its block moves to a smaller one,
+   if one can be had (view.c). */
+void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told);
 
 /* The growth hint of a view: room for 2/3 of the entries of the scanned
    block or 1.5x the worker's mean view, but at most 4x what it needs, so

@@ -152,13 +152,14 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
                         const aoi__tick_command *cmd);
 
 /* view.c: what the other files need of a view. */
+/* Empties a view, freeing its block if it is the allocator's (one of a
+   worker's chunks goes with its chunk). */
 void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
-/* Frees a removed watcher's view, keeping its block as a spare of worker
-   k when there is room (see aoi__worker.spare_views). */
+/* Empties a removed watcher's view: its block goes back to worker k. */
 void aoi__view_recycle(struct aoi__worker *k, aoi__view *view);
-/* Frees worker k's spare view blocks past the first `keep` (all of them,
-   and their list, for 0). */
-void aoi__view_spares_trim(struct aoi__worker *k, uint32_t keep);
+/* Frees worker k's view chunks, with every view block carved from them
+   (aoi_destroy; aoi__view_free then frees only the allocator's blocks). */
+void aoi__view_chunks_free(struct aoi__worker *k);
 /* The index of `id` in a view, or view->count when it holds no such id. */
 uint32_t aoi__view_find(const aoi__view *view, const aoi__mark *mark,
                         uint64_t id);

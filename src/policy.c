@@ -377,6 +377,8 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     hs[kept++] = h;
   }
   aoi__view_enter(k, view, tp, kept, ne, out + nl);
+  if (nl > 0)
+    aoi__view_fit(k, view, aoi__bands(k->world));
   if (nm > 0)
     memcpy(out + nl + ne, moves, sizeof(uint32_t) * nm);
   aoi__commit_events(k, e, nl, ne, nm);

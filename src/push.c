@@ -352,6 +352,8 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
   for (uint32_t j = 0; j < ne; j++)
     k->candidates[j] = (aoi__candidate){p[nl + j].id, p[nl + j].handle};
   aoi__view_enter(k, view, NULL, kept, ne, out + nl);
+  if (nl > 0)
+    aoi__view_fit(k, view, false);
   for (uint32_t j = 0; j < nm; j++)
     out[nl + ne + j] = p[nl + ne + j].handle;
   aoi__commit_record(k, handle, nl, ne, nm);

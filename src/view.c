@@ -5,9 +5,25 @@
  * ordered by id, in one block with the positions each was last told when
  * the world has move bands. The compute step finds a watcher's enters;
  * aoi__view_enter sorts them by id and merges them into the kept handles
- * in place. A view grows by aoi__view_reserve, by the hint the worker's
- * mean view gives (aoi__view_hint). Queries find an id in a view by a
- * binary search (aoi__view_find).
+ * in place. Queries find an id in a view by a search (aoi__view_find).
+ *
+ * Blocks. A view of up to AOI__VIEW_SLAB_MAX entries lives in a block of
+ * its worker's, of a capacity just above what it holds (an eighth more and
+ * two, to a multiple of AOI__VIEW_GRAIN), carved from a chunk of
+ * AOI__VIEW_CHUNK bytes. A view that outgrows its block, or keeps less than
+ * half of it, moves to one of the right capacity, and the old block goes on
+ * the worker's free list for its capacity; a removed watcher's block goes
+ * there too. So views are sized close to what they hold, and yet a crowd
+ * whose views grow and shrink, or that churns, takes its blocks from the
+ * free lists and almost never calls the allocator: a new chunk is an
+ * eighth of what the worker's chunks hold (at least AOI__VIEW_CHUNK), and
+ * once the spread of view sizes has settled (some tens of ticks) the
+ * carving stops. A block may end up in another worker's lists (its entity was
+ * handed over): any block of the right capacity will do. The chunks go
+ * only with the worker (aoi_destroy): what a worker's views took at their
+ * peak stays on its lists for its later views. A view beyond
+ * AOI__VIEW_SLAB_MAX is a block of the allocator's, grown by half again
+ * (a crowd on one spot).
  */
 #include "compute.h"
 
@@ -187,12 +203,6 @@ void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
   merge_placed(view, NULL, kept, enters, n, k->world->mark);
 }
 
-void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
-{
-  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, told));
-  memset(view, 0, sizeof(*view));
-}
-
 uint32_t aoi__view_find(const aoi__view *view, const aoi__mark *mark,
                         uint64_t id)
 {
@@ -213,60 +223,142 @@ bool aoi__view_holds(const aoi__view *view, const aoi__mark *mark, uint64_t id,
   return false;
 }
 
-/* Room for `need` entries (and their told positions, with `told`); a
-   growth takes aoi__roomy(need, hint). 0 or AOI_ENOMEM (then nothing
-   changed). */
+/* ---- blocks ------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define AOI__VIEW_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AOI__VIEW_ASAN 1
+#endif
+#endif
+#ifdef AOI__VIEW_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* A chunk's header: the link to the next chunk and the chunk's size, in
+   16 bytes so that the blocks after it stay aligned. */
+enum { CHUNK_HEADER = 16 };
+
+static bool in_slab(uint32_t capacity)
+{
+  return capacity > 0 && capacity <= AOI__VIEW_SLAB_MAX;
+}
+
+/* The capacity a view of `need` entries takes: an eighth more and two,
+   to a multiple of the grain, in a worker's chunks; beyond those, what
+   aoi__roomy gives (half as much again, or the hint). */
+static uint32_t view_capacity(uint32_t need, uint32_t hint)
+{
+  uint64_t want = (uint64_t)need + need / 8 + 2;
+  if (want <= AOI__VIEW_SLAB_MAX)
+    return (uint32_t)((want + AOI__VIEW_GRAIN - 1) / AOI__VIEW_GRAIN *
+                      AOI__VIEW_GRAIN);
+  return aoi__roomy(need, hint);
+}
+
+/* A block of `capacity` (in_slab) from worker k: a free one of that
+   capacity, else carved from its chunk, else from a new chunk. NULL when
+   no chunk can be had. */
+static void *block_take(aoi__worker *k, uint32_t capacity, bool told)
+{
+  void **list = &k->view_free[capacity / AOI__VIEW_GRAIN - 1];
+  size_t bytes = aoi__view_bytes(capacity, told);
+  void *b = *list;
+  if (b != NULL) {
+    UNPOISON(b, bytes);
+    memcpy(list, b, sizeof(void *));
+    return b;
+  }
+  if (k->view_carve_left < bytes) {
+    /* an eighth of what the worker's chunks hold, at least
+       AOI__VIEW_CHUNK: as many chunks as the logarithm of the peak */
+    size_t size = k->view_chunk_bytes / 8;
+    size = size > AOI__VIEW_CHUNK ? (size + 4095) & ~(size_t)4095
+                                  : AOI__VIEW_CHUNK;
+    char *chunk = aoi__alloc(&k->world->allocator, size);
+    if (chunk == NULL)
+      return NULL;
+    memcpy(chunk, &k->view_chunks, sizeof(void *));
+    memcpy(chunk + sizeof(void *), &size, sizeof(size));
+    k->view_chunks = chunk;
+    k->view_chunk_bytes += size;
+    k->view_carve = chunk + CHUNK_HEADER;
+    k->view_carve_left = size - CHUNK_HEADER;
+    POISON(k->view_carve, k->view_carve_left);
+  }
+  b = k->view_carve;
+  k->view_carve += bytes;
+  k->view_carve_left -= bytes;
+  UNPOISON(b, bytes);
+  return b;
+}
+
+/* Gives a block of `capacity` (in_slab) back to worker k's free list. */
+static void block_give(aoi__worker *k, void *b, uint32_t capacity, bool told)
+{
+  void **list = &k->view_free[capacity / AOI__VIEW_GRAIN - 1];
+  memcpy(b, list, sizeof(void *));
+  *list = b;
+  POISON((char *)b + sizeof(void *),
+         aoi__view_bytes(capacity, told) - sizeof(void *));
+}
+
+/* Gives the view's block back (to worker k, or to the allocator). */
+static void block_release(aoi__worker *k, const aoi__view *view, bool told)
+{
+  if (in_slab(view->capacity))
+    block_give(k, view->handles, view->capacity, told);
+  else if (view->handles != NULL)
+    aoi__free(&k->world->allocator, view->handles,
+              aoi__view_bytes(view->capacity, told));
+}
+
+void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told)
+{
+  if (!in_slab(view->capacity))
+    aoi__free(a, view->handles, aoi__view_bytes(view->capacity, told));
+  memset(view, 0, sizeof(*view));
+}
+
+void aoi__view_chunks_free(aoi__worker *k)
+{
+  char *chunk = k->view_chunks;
+  while (chunk != NULL) {
+    void *next;
+    size_t size;
+    memcpy(&next, chunk, sizeof(void *));
+    memcpy(&size, chunk + sizeof(void *), sizeof(size));
+    UNPOISON(chunk, size);
+    aoi__free(&k->world->allocator, chunk, size);
+    chunk = next;
+  }
+  k->view_chunks = NULL;
+  k->view_chunk_bytes = 0;
+  k->view_carve = NULL;
+  k->view_carve_left = 0;
+  memset(k->view_free, 0, sizeof(k->view_free));
+}
+
 void aoi__view_recycle(aoi__worker *k, aoi__view *view)
 {
-  aoi_world *w = k->world;
-  if (view->capacity > 0 && view->capacity <= AOI__SPARE_VIEW_MAX &&
-      k->spare_view_count < k->spare_view_limit &&
-      aoi__reserve(&w->allocator, (void **)&k->spare_views,
-                   &k->spare_view_capacity, k->spare_view_count + 1,
-                   sizeof(aoi__view)) == 0) {
-    aoi__view *spare = &k->spare_views[k->spare_view_count++];
-    *spare = *view;
-    spare->count = 0;
-    memset(view, 0, sizeof(*view));
-    return;
-  }
-  aoi__view_free(&w->allocator, view, aoi__bands(w));
+  block_release(k, view, aoi__bands(k->world));
+  memset(view, 0, sizeof(*view));
 }
 
-void aoi__view_spares_trim(aoi__worker *k, uint32_t keep)
+/* Moves the view into a block of `capacity`, which holds its entries. */
+static int view_move(aoi__worker *k, aoi__view *view, uint32_t capacity,
+                     bool told)
 {
-  while (k->spare_view_count > keep)
-    aoi__view_free(&k->world->allocator,
-                   &k->spare_views[--k->spare_view_count],
-                   aoi__bands(k->world));
-  if (keep == 0) {
-    aoi__free(&k->world->allocator, k->spare_views,
-              sizeof(aoi__view) * k->spare_view_capacity);
-    k->spare_views = NULL;
-    k->spare_view_capacity = 0;
-  }
-}
-
-int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
-                        uint32_t hint, bool told)
-{
-  if (need > view->capacity && view->capacity == 0)
-    for (uint32_t i = k->spare_view_count; i-- > 0;)
-      if (k->spare_views[i].capacity >= need) {
-        *view = k->spare_views[i];
-        k->spare_views[i] = k->spare_views[--k->spare_view_count];
-        return 0;
-      }
-  return aoi__view_reserve(&k->world->allocator, view, need, hint, told);
-}
-
-int aoi__view_reserve(const aoi_allocator *a, aoi__view *view,
-                      uint32_t need, uint32_t hint, bool told)
-{
-  if (need <= view->capacity)
-    return 0;
-  uint32_t capacity = aoi__roomy(need, hint);
-  if (!told) {
+  AOI__ASSERT(view->count <= capacity);
+  const aoi_allocator *a = &k->world->allocator;
+  if (!told && !in_slab(capacity) && !in_slab(view->capacity)) {
+    /* the allocator's to the allocator's: it may grow in place */
     uint32_t *bigger = aoi__realloc(a, view->handles,
                                     sizeof(uint32_t) * view->capacity,
                                     sizeof(uint32_t) * capacity);
@@ -276,17 +368,39 @@ int aoi__view_reserve(const aoi_allocator *a, aoi__view *view,
     view->capacity = capacity;
     return 0;
   }
-  /* the told positions follow the handles: both move */
-  aoi__view bigger = {NULL, view->count, capacity};
-  bigger.handles = aoi__alloc(a, aoi__view_bytes(capacity, true));
-  if (bigger.handles == NULL)
+  aoi__view moved = {NULL, view->count, capacity};
+  moved.handles = in_slab(capacity)
+                      ? block_take(k, capacity, told)
+                      : aoi__alloc(a, aoi__view_bytes(capacity, told));
+  if (moved.handles == NULL)
     return AOI_ENOMEM;
   if (view->count > 0) {
-    memcpy(bigger.handles, view->handles, sizeof(uint32_t) * view->count);
-    memcpy(aoi__view_told(&bigger, true), aoi__view_told(view, true),
-           2 * sizeof(float) * view->count);
+    memcpy(moved.handles, view->handles, sizeof(uint32_t) * view->count);
+    if (told)
+      memcpy(aoi__view_told(&moved, true), aoi__view_told(view, true),
+             2 * sizeof(float) * view->count);
   }
-  aoi__free(a, view->handles, aoi__view_bytes(view->capacity, true));
-  *view = bigger;
+  block_release(k, view, told);
+  *view = moved;
   return 0;
+}
+
+int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
+                        uint32_t hint, bool told)
+{
+  if (need <= view->capacity)
+    return 0;
+  return view_move(k, view, view_capacity(need, hint), told);
+}
+
+void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told)
+{
+  /* A view well below its block moves to a block its size (where that
+     cannot be had, it stays): views that shrink give back the blocks the
+     growing ones take, so the free lists stay stocked. Two grains apart,
+     so that a view moves only every few ticks. */
+  uint32_t fit = view_capacity(view->count, 0);
+  if (in_slab(view->capacity) ? view->capacity > fit + 2 * AOI__VIEW_GRAIN
+                              : view->capacity > 2 * fit)
+    (void)view_move(k, view, fit, told);
 }

@@ -36,6 +36,7 @@
 
 void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
 {
+  /* the views in workers' chunks go with them (aoi__view_chunks_free) */
   for (uint32_t i = 0; i < s->count; i++)
     aoi__view_free(a, &s->entities[i].view, told);
   aoi__free(a, s->entities, sizeof(aoi__entity) * s->capacity);
@@ -82,7 +83,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->appeal, sizeof(uint32_t) * k->appeal_capacity);
     aoi__free(a, k->told_at, sizeof(uint32_t) * k->told_at_capacity);
     if (k->world != NULL)
-      aoi__view_spares_trim(k, 0);
+      aoi__view_chunks_free(k);
     aoi__free(a, k->tells, sizeof(uint32_t) * k->tell_capacity);
     if (k->world != NULL)
       aoi__bell_destroy(&k->bell);
@@ -157,17 +158,8 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
     k->handoffs_out[j].count = k->ghosts_out[j].count = 0;
     k->handoffs_out[j].incomplete = k->ghosts_out[j].incomplete = false;
   }
-  uint64_t owned = 0;
-  for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
+  for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].degraded = false;
-    owned += w->shards[s].count;
-  }
-  /* Spare view blocks: about one for every 32 entities it owns, and what
-     a churn left beyond that goes back. */
-  uint64_t limit = 64 + owned / 32;
-  k->spare_view_limit = limit > UINT32_MAX ? UINT32_MAX : (uint32_t)limit;
-  if (k->spare_view_count > k->spare_view_limit)
-    aoi__view_spares_trim(k, k->spare_view_limit);
 
   k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads) {

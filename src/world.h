@@ -37,9 +37,15 @@
 #include "ring.h"
 #include "sync.h"
 
-/* A spare view block is kept up to this many entries (see
-   aoi__worker.spare_views). */
-#define AOI__SPARE_VIEW_MAX 1024u
+/* View blocks (view.c): a view of up to AOI__VIEW_SLAB_MAX entries lives
+   in a block of a capacity that is a multiple of AOI__VIEW_GRAIN, carved
+   from chunks of a worker's (at least AOI__VIEW_CHUNK bytes) and kept on its
+   free list for its capacity once given back; a larger one is a block of
+   the allocator's. */
+#define AOI__VIEW_GRAIN 8u
+#define AOI__VIEW_SLAB_MAX 512u
+#define AOI__VIEW_CLASSES (AOI__VIEW_SLAB_MAX / AOI__VIEW_GRAIN)
+#define AOI__VIEW_CHUNK (64u * 1024u)
 
 /* A grid cell's side, as a share of the usual watcher reach. */
 #ifndef AOI__CELL_PER_REACH
@@ -389,13 +395,16 @@ typedef struct aoi__worker {
      in it, to find its told position from a grid hit. */
   uint32_t *told_at;
   uint32_t told_at_capacity;
-  /* The view blocks of watchers this worker removed, for the watchers it
-     will add (aoi__view_recycle, aoi__view_reserve_k): a churning crowd
-     then stops calling the allocator. At most spare_view_limit (set each
-     tick from the entities of its shards), each of at most
-     AOI__SPARE_VIEW_MAX entries, so what it keeps follows the world. */
-  aoi__view *spare_views;
-  uint32_t spare_view_count, spare_view_capacity, spare_view_limit;
+  /* Its view blocks (view.c): the free ones by capacity, each list linked
+     through the blocks' first bytes; the chunk being carved; every chunk,
+     linked through their first bytes. A view that grows, shrinks or goes
+     (a removed watcher's) gives its block back here, for the next view of
+     that capacity: a walking or churning crowd does not call the
+     allocator. */
+  void *view_free[AOI__VIEW_CLASSES];
+  char *view_carve;
+  size_t view_carve_left, view_chunk_bytes;
+  void *view_chunks;
   /* ... and the positions its kept markers are told this tick, applied
      once its events are stored: 3 words each (place, x, y) */
   uint32_t *tells;
