@@ -355,7 +355,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   bool hysteresis = outer != inner, lagging = false, far = false;
   uint32_t interest = e->interest, self = e->handle;
   double box[4];
-  uint32_t r[4], n = 0, block = 0;
+  uint32_t r[4], n = 0;
   bool complete = true;
   aoi__reach_box(shape, e->x, e->y, outer, box);
   aoi__grid_range(g, box, r);
@@ -364,7 +364,6 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
     uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
     uint32_t end = aoi__grid_row_end(g, cy, r[2]);
-    block += end - begin;
     for (uint32_t at = begin; at < end; at += BLOCK) {
       uint32_t len = end - at < BLOCK ? end - at : BLOCK;
       uint32_t found = within_run(shape, g, at, len, e->x, e->y, outer, hits);
@@ -442,8 +441,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   }
   if (n > 0 &&
-      aoi__view_reserve_k(k, view, v + n, aoi__view_hint(k, block, v + n),
-                          bands) != 0) {
+      aoi__view_reserve_k(k, view, v + n, bands) != 0) {
     complete = false;
     n = 0;
   }
@@ -613,7 +611,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   uint32_t *rec = aoi__reserve_events(k, nh + n);
   if (rec == NULL ||
-      aoi__view_reserve_k(k, view, v - nl + n, 0, false) != 0 ||
+      aoi__view_reserve_k(k, view, v - nl + n, false) != 0 ||
       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, nh + 1,
                    sizeof(uint32_t)) != 0) {
     aoi__clear_view_bits(k, view->handles, v);

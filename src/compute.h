@@ -142,28 +142,13 @@ void aoi__view_enter_met(aoi__worker *k, aoi__view *view, uint32_t kept,
                          uint32_t n, uint32_t *out, const uint64_t *met);
 /* Room for `need` entries in a view of worker k's: a block of an eighth
    more and two (one of the worker's, see view.c), or for a view beyond
-   AOI__VIEW_SLAB_MAX half as much again or the hint (the allocator's). 0 or
+   AOI__VIEW_SLAB_MAX half as much again (the allocator's). 0 or
    AOI_ENOMEM (then nothing changed). */
 int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
-                        uint32_t hint, bool told);
+                        bool told);
 /* After its leaves: a view well below its block moves to a smaller one,
    if one can be had (view.c). */
 void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told);
-
-/* The growth hint of a view: room for 2/3 of the entries of the scanned
-   block or 1.5x the worker's mean view, but at most 4x what it needs, so
-   that the ups and downs of density do not make it grow again and again. */
-static inline uint32_t aoi__view_hint(const aoi__worker *k, uint32_t block,
-                                      uint32_t need)
-{
-  uint32_t hint = block / 3 * 2, most = 4 * need + 16;
-  uint64_t sizes = k->view_sum + k->last_view_sum;
-  uint64_t views = k->view_n + k->last_view_n;
-  uint32_t mean = views > 0 ? (uint32_t)(sizes / views) : 0;
-  uint32_t usual = 2 * mean;
-  hint = hint > usual ? hint : usual;
-  return hint < most ? hint : most;
-}
 
 /* ---- event records ------------------------------------------------------ */
 

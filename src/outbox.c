@@ -10,7 +10,7 @@
  * of its watchers. Between ticks the host owns everything, except that
  * aoi_deliver of different segments may run at once on different threads:
  * each touches only its segment, its segment's watchers' records and
-  * outboxes (a watcher belongs to exactly one segment's delivery: by its
+ * outboxes (a watcher belongs to exactly one segment's delivery: by its
  * record, or else by aoi__segments_assign), and reads the marks, which
  * nothing writes between ticks.
  *

@@ -193,11 +193,10 @@ static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
    finds, and that its view does not hold, as picks. */
 static bool pick_cell(aoi__worker *k, const aoi__entity *e,
                       const aoi__grid *fine, uint32_t cell, bool any_appeal,
-                      uint32_t *n, uint32_t *block)
+                      uint32_t *n)
 {
   uint32_t begin = fine->start[AOI__GRID_CLASSES * cell];
   uint32_t end = fine->start[AOI__GRID_CLASSES * cell + 2];
-  *block += end - begin;
   for (uint32_t i = begin; i < end; i++)
     if (own_marker(k->world, e, fine, i, any_appeal) &&
         !aoi__is_member(k, fine->handle[i]) &&
@@ -216,7 +215,7 @@ static bool pick_cell(aoi__worker *k, const aoi__entity *e,
 static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
                            const aoi__grid *g, const aoi__grid *fine,
                            const uint32_t *appeals, uint32_t nappeals,
-                           bool any_appeal, uint32_t *n, uint32_t *block)
+                           bool any_appeal, uint32_t *n)
 {
   aoi_world *w = k->world;
   const aoi__view *view = &e->view;
@@ -260,12 +259,12 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
       bool ok = true;
       if (y + ring == cy || y == cy + ring) {
         for (uint32_t x = x0; x <= x1 && ok; x++)
-          ok = pick_cell(k, e, fine, row + x, any_appeal, n, block);
+          ok = pick_cell(k, e, fine, row + x, any_appeal, n);
       } else {
         if (cx >= ring)
-          ok = pick_cell(k, e, fine, row + cx - ring, any_appeal, n, block);
+          ok = pick_cell(k, e, fine, row + cx - ring, any_appeal, n);
         if (ok && cx + ring < fine->width)
-          ok = pick_cell(k, e, fine, row + cx + ring, any_appeal, n, block);
+          ok = pick_cell(k, e, fine, row + cx + ring, any_appeal, n);
       }
       if (!ok)
         return false;
@@ -305,9 +304,9 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t v = view->count;
   for (uint32_t i = 0; i < v; i++)
     aoi__set_member(k, view->handles[i]);
-  uint32_t n = 0, block = 0;
+  uint32_t n = 0;
   if (!gather_nearest(k, e, g, fine != NULL ? fine : g, appeals, nappeals,
-                      any_appeal, &n, &block)) {
+                      any_appeal, &n)) {
     /* keep the view; a resync next tick */
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
@@ -335,8 +334,7 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
        aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
                     sizeof(uint32_t)) != 0 ||
-       aoi__view_reserve_k(k, view, v + ne,
-                           aoi__view_hint(k, block, v + ne), told) != 0)) {
+       aoi__view_reserve_k(k, view, v + ne, told) != 0)) {
     aoi__clear_view_bits(k, view->handles, v);
     return AOI_ENOMEM;
   }

@@ -329,7 +329,7 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
   aoi__view *view = &e->view;
   uint32_t v = view->count;
   AOI__ASSERT(nl <= v && e->handle == handle);
-  if (ne > 0 && aoi__view_reserve_k(k, view, v - nl + ne, 0, false) != 0)
+  if (ne > 0 && aoi__view_reserve_k(k, view, v - nl + ne, false) != 0)
     return AOI_ENOMEM;
   for (uint32_t j = 0; j < ne; j++)
     if (!aoi__reserve_candidate(k, j))

@@ -9,9 +9,9 @@
  *
  * Blocks. A view of up to AOI__VIEW_SLAB_MAX entries lives in a block of
  * its worker's, of a capacity just above what it holds (an eighth more and
- * two, to a multiple of AOI__VIEW_GRAIN), carved from a chunk of
- * AOI__VIEW_CHUNK bytes. A view that outgrows its block, or keeps less than
- * half of it, moves to one of the right capacity, and the old block goes on
+ * two, to a multiple of AOI__VIEW_GRAIN), carved from a chunk of its
+ * worker's. A view that outgrows its block, or falls two grains below what
+ * it would take now (after its leaves), moves to one of the right capacity, and the old block goes on
  * the worker's free list for its capacity; a removed watcher's block goes
  * there too. So views are sized close to what they hold, and yet a crowd
  * whose views grow and shrink, or that churns, takes its blocks from the
@@ -251,15 +251,15 @@ static bool in_slab(uint32_t capacity)
 }
 
 /* The capacity a view of `need` entries takes: an eighth more and two,
-   to a multiple of the grain, in a worker's chunks; beyond those, what
-   aoi__roomy gives (half as much again, or the hint). */
-static uint32_t view_capacity(uint32_t need, uint32_t hint)
+   to a multiple of the grain, in a worker's chunks; beyond those, half as
+   much again (aoi__roomy). */
+static uint32_t view_capacity(uint32_t need)
 {
   uint64_t want = (uint64_t)need + need / 8 + 2;
   if (want <= AOI__VIEW_SLAB_MAX)
     return (uint32_t)((want + AOI__VIEW_GRAIN - 1) / AOI__VIEW_GRAIN *
                       AOI__VIEW_GRAIN);
-  return aoi__roomy(need, hint);
+  return aoi__roomy(need, 0);
 }
 
 /* A block of `capacity` (in_slab) from worker k: a free one of that
@@ -386,11 +386,11 @@ static int view_move(aoi__worker *k, aoi__view *view, uint32_t capacity,
 }
 
 int aoi__view_reserve_k(aoi__worker *k, aoi__view *view, uint32_t need,
-                        uint32_t hint, bool told)
+                        bool told)
 {
   if (need <= view->capacity)
     return 0;
-  return view_move(k, view, view_capacity(need, hint), told);
+  return view_move(k, view, view_capacity(need), told);
 }
 
 void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told)
@@ -399,7 +399,7 @@ void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told)
      cannot be had, it stays): views that shrink give back the blocks the
      growing ones take, so the free lists stay stocked. Two grains apart,
      so that a view moves only every few ticks. */
-  uint32_t fit = view_capacity(view->count, 0);
+  uint32_t fit = view_capacity(view->count);
   if (in_slab(view->capacity) ? view->capacity > fit + 2 * AOI__VIEW_GRAIN
                               : view->capacity > 2 * fit)
     (void)view_move(k, view, fit, told);

@@ -174,10 +174,10 @@ typedef struct aoi__queue {
 } aoi__queue;
 
 /* A watcher's view: the handles of the markers it sees, ordered by their
-   ids (world->mark[h].id). Four bytes an entry: the position a watcher was last
-   told is never stored, because every tick that computes a view tells each
-   kept marker that moved (see aoi__mark.moved), so what the client knows is
-   the position at the end of the last tick. A view held back by a failed
+   ids (world->mark[h].id). Four bytes an entry: the position a watcher was
+   last told is never stored, because every tick that computes a view tells
+   each kept marker that moved (see aoi__mark.moved), so what the client
+   knows is the position at the end of the last tick. A view held back by a failed
    tick is marked for a resync instead (AOI__STALE_RESYNC). */
 typedef struct aoi__view {
   uint32_t *handles;
