@@ -648,6 +648,7 @@ static crowd *new_crowd(const bench_options *o, const scenario_result *s,
   params.players = o->players;
   params.radius = (float)s->radius;
   params.seed = o->seed;
+  params.sparse_ids = o->sparse_ids;
   params.plain = plain;
   params.outlier_x = o->outlier_x;
   params.outlier_y = o->outlier_y;
@@ -1159,6 +1160,8 @@ static void usage(FILE *out)
       "                     (JSON: refs)\n"
       "  --batch            the engine's moves by id, each tick's run of\n"
       "                     them in one aoi_move_many (JSON: batch)\n"
+      "  --sparse-ids       ids spread over 64 bits instead of 1, 2, 3 ...,\n"
+      "                     so the id map hashes them (JSON: sparse_ids)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --baseline LIST    the algorithms run beside the engine, comma-\n"
       "                     separated, or all: brute, ninegrid, tower, xlist\n"
@@ -1418,6 +1421,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
                     strcmp(flag, "--force-brute") == 0 ||
                     strcmp(flag, "--refs") == 0 ||
                     strcmp(flag, "--batch") == 0 ||
+                    strcmp(flag, "--sparse-ids") == 0 ||
                     strcmp(flag, "--no-baseline") == 0;
     if (is_switch) {
       if (value != NULL)
@@ -1434,6 +1438,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
         o->refs = 1;
       else if (strcmp(flag, "--batch") == 0)
         o->batch = 1;
+      else if (strcmp(flag, "--sparse-ids") == 0)
+        o->sparse_ids = 1;
       else {
         usage(stdout);
         exit(0);

@@ -13,7 +13,8 @@
 # algorithm's keys (algo_NAME_*), numbers for those --baseline ran and null
 # for the others, and "baseline" names the first. "refs" is false, but
 # true in a run with --refs, whose checksums must equal those of the same
-# run without it (moves by reference are moves). Where python3 exists,
+# run without it (moves by reference are moves); likewise "batch". A run
+# with --sparse-ids says so and agrees with its baseline. Where python3 exists,
 # every line must also parse as JSON. No timing is checked.
 set -u
 
@@ -69,6 +70,8 @@ check() {
   [ "$n" -eq "$want" ] || { echo "check-json: bad refs key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"batch":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad batch key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"sparse_ids":(true|false)[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad sparse_ids key" >&2; fail=1; }
   if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys
 for line in open(sys.argv[1]):
@@ -208,6 +211,23 @@ same_moves() {
 }
 same_moves refs
 same_moves batch
+
+# Ids spread over 64 bits (hashed by the id map) give other ids, so other
+# checksums, but the same events as the baseline's, which the bench
+# checks itself (it exits 1 when they differ).
+if ! "$bench" --json --sparse-ids --scenario churn,teleport --entities 400 \
+     --ticks 3 --threads 1,2 --shards 3 >"$tmp/sparse" 2>"$tmp/err"; then
+  echo "check-json: the --sparse-ids run failed:" >&2
+  cat "$tmp/err" >&2
+  fail=1
+fi
+check "$tmp/sparse" 4
+n=$(grep -c '"sparse_ids":true' "$tmp/sparse")
+[ "$n" -eq 4 ] ||
+  { echo "check-json: sparse_ids is not true with --sparse-ids" >&2; fail=1; }
+n=$(grep -c '"baseline_checksum_match":true' "$tmp/sparse")
+[ "$n" -eq 4 ] ||
+  { echo "check-json: --sparse-ids differs from its baseline" >&2; fail=1; }
 
 [ "$fail" -eq 0 ] && echo "check-json: ok"
 exit "$fail"

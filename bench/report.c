@@ -198,6 +198,9 @@ void report_human(const bench_options *o, const scenario_result *s)
   if (o->batch)
     printf("  batch       the engine's moves by id, each tick's in one"
            " aoi_move_many\n");
+  if (o->sparse_ids)
+    printf("  ids         spread over 64 bits (n x 0x9e3779b97f4a7c15),"
+           " hashed by the id map\n");
   if (bench_policies(o)) {
     printf("  policies   ");
     if (o->appeal_share > 0)
@@ -367,6 +370,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "hysteresis", o->hysteresis);
   json_bool(&j, "moves", o->moves);
   json_bool(&j, "refs", o->refs);
+  json_bool(&j, "sparse_ids", o->sparse_ids);
   json_bool(&j, "batch", o->batch);
   json_number(&j, "appeal_share", o->appeal_share);
   json_number(&j, "appeal_radius", o->appeal_radius);

@@ -181,6 +181,14 @@ static uint8_t random_flags(crowd *c)
                                           : AOI_MARKER;
 }
 
+/* The id of the n-th entity a crowd names (n from 1): n itself, or with
+   sparse_ids n times an odd constant, which is one to one over 64-bit
+   integers and spreads them as a host's random or composite ids would. */
+static uint64_t crowd_id(const crowd *c, uint64_t n)
+{
+  return c->p.sparse_ids ? n * 0x9e3779b97f4a7c15ull : n;
+}
+
 static bench_op *push_op(crowd *c, uint8_t kind, uint32_t i)
 {
   if (c->op_count == c->op_capacity) {
@@ -454,7 +462,7 @@ static void step_churn(crowd *c)
 {
   for (uint32_t j = 0; j < c->dead_count; j++) {
     uint32_t i = c->dead[j];
-    c->id[i] = c->next_id++;
+    c->id[i] = crowd_id(c, c->next_id++);
     c->flags[i] = random_flags(c);
     random_point(c, &c->x[i], &c->y[i]);
     c->stamp[i] = c->tick;
@@ -498,7 +506,7 @@ static void step_churn(crowd *c)
 static void start_outlier(crowd *c)
 {
   bench_op *op = push_op(c, BENCH_OP_ADD, 0);
-  op->id = (uint64_t)c->count + 1;
+  op->id = crowd_id(c, (uint64_t)c->count + 1);
   op->slot = c->count;
   op->x = c->p.outlier_x;
   op->y = c->p.outlier_y;
@@ -509,7 +517,7 @@ static void start_outlier(crowd *c)
 static void start_spectator(crowd *c)
 {
   bench_op *op = push_op(c, BENCH_OP_ADD, 0);
-  op->id = (uint64_t)c->count + 1;
+  op->id = crowd_id(c, (uint64_t)c->count + 1);
   op->slot = c->count;
   op->x = op->y = (float)(c->side / 2);
   op->radius = c->p.spectator_radius;
@@ -713,7 +721,7 @@ crowd *crowd_create(const scenario *sc, const crowd_params *params)
   c->dead = bench_calloc(n, sizeof(*c->dead));
   c->leaving = bench_calloc(n, sizeof(*c->leaving));
   for (uint32_t i = 0; i < n; i++) {
-    c->id[i] = (uint64_t)i + 1;
+    c->id[i] = crowd_id(c, (uint64_t)i + 1);
     c->perm[i] = i;
     c->flags[i] = random_flags(c);
     c->radius[i] = params->radius;

@@ -29,6 +29,8 @@ typedef struct crowd_params {
                         rest are NPCs, markers only */
   float radius;      /* everyone's view radius, but the odd part's */
   uint64_t seed;
+  int sparse_ids; /* ids spread over 64 bits (crowd_id) instead of 1, 2,
+                     3 ... */
   /* The odd part of a cliff scenario, left out when `plain` is set. */
   int plain;
   float outlier_x, outlier_y; /* outlier: where the far marker stands */
@@ -69,7 +71,8 @@ void crowd_destroy(crowd *c);
 
 /* The operations before the warm-up tick: an add for every entity, ids 1 to
    `entities` (and `entities` + 1 for the odd entity of outlier and
-   spectator). Borrowed until the next crowd call. */
+   spectator; with sparse_ids, those numbers spread, crowd_id in
+   scenario.c). Borrowed until the next crowd call. */
 const bench_op *crowd_start(crowd *c, size_t *count);
 /* The operations before the next tick. Borrowed likewise. */
 const bench_op *crowd_next(crowd *c, size_t *count);

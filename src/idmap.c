@@ -25,6 +25,17 @@
  * lengthen under churn; the stored hash bits give each slot's home without
  * rehashing, and growth reuses them too.
  *
+ * Ids below a bound are not hashed at all: they index `direct`, one
+ * handle per id, so a host that draws its ids from a counter pays one
+ * read per lookup, and none that misses the cache when it moves its
+ * entities in their order. The bound is a power of two that only grows,
+ * and only as far as twice the ids held (plus 128) when it grows: direct
+ * slots cost 4 bytes each, so they stay within a few bytes per id the
+ * world has held, and an attacker who picks small ids only picks direct
+ * slots, which never collide. Ids already hashed that a growth brings
+ * below the bound move into `direct`; an id too large for the bound is
+ * hashed. If a growth cannot get memory, the id is hashed instead.
+ *
  * Nothing outside this file sees the slot order, which depends on the key:
  * only aoi__idmap_valid walks the slots, and it answers a bool. So the
  * library's output does not depend on the key.
@@ -113,9 +124,11 @@ void aoi__idmap_init(aoi__idmap *map)
 void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map)
 {
   aoi__free(a, map->slots, sizeof(aoi__idmap_slot) * map->capacity);
+  aoi__free(a, map->direct, sizeof(uint32_t) * map->direct_capacity);
   map->slots = NULL;
-  map->capacity = 0;
-  map->count = 0;
+  map->direct = NULL;
+  map->capacity = map->direct_capacity = 0;
+  map->count = map->hashed = 0;
 }
 
 /* The slot that holds `id`, or AOI__NONE. */
@@ -135,12 +148,14 @@ static uint32_t find(const aoi__idmap *map, uint64_t id)
 
 void aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id)
 {
-  if (map->capacity > 0)
+  if (id < map->direct_capacity)
+    __builtin_prefetch(&map->direct[id]);
+  else if (map->capacity > 0)
     __builtin_prefetch(&map->slots[(uint32_t)hash(map, id) &
                                    (map->capacity - 1)]);
 }
 
-uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id)
+uint32_t aoi__idmap_get_hashed(const aoi__idmap *map, uint64_t id)
 {
   uint32_t i = find(map, id);
   return i == AOI__NONE ? AOI__NONE : map->slots[i].handle;
@@ -155,12 +170,13 @@ static void place(aoi__idmap *map, const aoi__idmap_slot *slot)
   while (map->slots[i].handle != AOI__NONE)
     i = (i + 1) & mask;
   map->slots[i] = *slot;
-  map->count++;
+  map->hashed++;
 }
 
-int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map)
+/* Makes room for one more hashed id. */
+static int reserve_hashed(const aoi_allocator *a, aoi__idmap *map)
 {
-  if ((uint64_t)(map->count + 1) * 2 <= map->capacity)
+  if ((uint64_t)(map->hashed + 1) * 2 <= map->capacity)
     return 0;
   uint32_t capacity = map->capacity ? map->capacity * 2 : 64;
   if (capacity == 0 || capacity > (1u << 31))
@@ -174,18 +190,82 @@ int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map)
   if (bigger.slots == NULL)
     return AOI_ENOMEM;
   bigger.capacity = capacity;
-  bigger.count = 0;
+  bigger.hashed = 0;
   memset(bigger.slots, 0xff, sizeof(aoi__idmap_slot) * capacity);
   for (uint32_t i = 0; i < map->capacity; i++)
     if (map->slots[i].handle != AOI__NONE)
       place(&bigger, &map->slots[i]);
-  aoi__idmap_free(a, map);
+  aoi__free(a, map->slots, sizeof(aoi__idmap_slot) * map->capacity);
   *map = bigger;
   return 0;
 }
 
+/* Grows `direct` to take `id`, if the bound allows it: 0 when it did, 1
+   when the id is to be hashed (too large, or no memory). */
+static int grow_direct(const aoi_allocator *a, aoi__idmap *map, uint64_t id)
+{
+  uint64_t limit = 2 * (uint64_t)map->count + 128;
+  if (id >= limit)
+    return 1;
+  uint64_t capacity = map->direct_capacity ? map->direct_capacity : 64;
+  while (capacity <= id)
+    capacity *= 2;
+  if (capacity > limit || capacity > (1u << 31))
+    return 1;
+  uint32_t old = map->direct_capacity;
+  /* hashed ids that come below the bound move into direct */
+  uint32_t moving = 0;
+  for (uint32_t i = 0; map->hashed > 0 && i < map->capacity; i++)
+    moving += map->slots[i].handle != AOI__NONE &&
+              map->slots[i].id < capacity;
+  uint32_t *direct = aoi__alloc(a, sizeof(uint32_t) * (size_t)capacity);
+  if (direct == NULL)
+    return 1;
+  aoi__idmap_slot *slots = NULL;
+  if (moving > 0 &&
+      (slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * map->capacity)) ==
+          NULL) {
+    aoi__free(a, direct, sizeof(uint32_t) * (size_t)capacity);
+    return 1;
+  }
+  if (old > 0)
+    memcpy(direct, map->direct, sizeof(uint32_t) * old);
+  memset(direct + old, 0xff, sizeof(uint32_t) * ((size_t)capacity - old));
+  if (moving > 0) {
+    aoi__idmap_slot *from = map->slots;
+    memset(slots, 0xff, sizeof(aoi__idmap_slot) * map->capacity);
+    map->slots = slots;
+    map->hashed = 0;
+    for (uint32_t i = 0; i < map->capacity; i++) {
+      if (from[i].handle == AOI__NONE)
+        continue;
+      if (from[i].id < capacity)
+        direct[from[i].id] = from[i].handle;
+      else
+        place(map, &from[i]);
+    }
+    aoi__free(a, from, sizeof(aoi__idmap_slot) * map->capacity);
+  }
+  aoi__free(a, map->direct, sizeof(uint32_t) * old);
+  map->direct = direct;
+  map->direct_capacity = (uint32_t)capacity;
+  return 0;
+}
+
+int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map, uint64_t id)
+{
+  if (id < map->direct_capacity || grow_direct(a, map, id) == 0)
+    return 0;
+  return reserve_hashed(a, map);
+}
+
 void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle)
 {
+  if (id < map->direct_capacity) {
+    map->count += map->direct[id] == AOI__NONE;
+    map->direct[id] = handle;
+    return;
+  }
   uint64_t h = hash(map, id);
   uint32_t mask = map->capacity - 1;
   uint32_t i = (uint32_t)h & mask;
@@ -196,14 +276,21 @@ void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle)
     }
   map->slots[i] = (aoi__idmap_slot){id, handle, (uint32_t)h};
   map->count++;
+  map->hashed++;
 }
 
 void aoi__idmap_del(aoi__idmap *map, uint64_t id)
 {
+  if (id < map->direct_capacity) {
+    map->count -= map->direct[id] != AOI__NONE;
+    map->direct[id] = AOI__NONE;
+    return;
+  }
   uint32_t i = find(map, id);
   if (i == AOI__NONE)
     return;
   map->count--;
+  map->hashed--;
   /* Backward shift: pull later members of the run into the hole. */
   uint32_t mask = map->capacity - 1;
   uint32_t hole = i;
@@ -229,9 +316,13 @@ bool aoi__idmap_valid(const aoi__idmap *map)
     if (s->handle == AOI__NONE)
       continue;
     seen++;
-    if (s->hash != (uint32_t)hash(map, s->id) || find(map, s->id) != i)
+    if (s->id < map->direct_capacity ||
+        s->hash != (uint32_t)hash(map, s->id) || find(map, s->id) != i)
       return false;
   }
-  return seen == map->count &&
-         (map->capacity == 0 || (uint64_t)map->count * 2 <= map->capacity);
+  uint32_t direct = 0;
+  for (uint32_t i = 0; i < map->direct_capacity; i++)
+    direct += map->direct[i] != AOI__NONE;
+  return seen == map->hashed && direct + seen == map->count &&
+         (map->capacity == 0 || (uint64_t)map->hashed * 2 <= map->capacity);
 }

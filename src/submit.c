@@ -280,7 +280,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
     return AOI_ERADIUS;
   unsigned shard = aoi__layout_shard(&w->layout, x, y);
   int rc;
-  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids)) != 0 ||
+  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids, id)) != 0 ||
       (rc = reserve_handle(w)) != 0)
     return rc;
   /* The handle it will take is free, so it has no record: make room. */

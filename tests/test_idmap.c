@@ -1,8 +1,10 @@
 /*
  * test_idmap.c: the id map against a plain array model under random inserts
  * and deletes (backward-shift deletion is the subtle part), with its
- * invariant checker after every step; its per-map keys; its resistance to
- * ids built to collide under the former unkeyed hash; a failing reserve.
+ * invariant checker after every step; small ids held directly, and hashed
+ * ids moving there as the direct bound grows; its per-map keys; its
+ * resistance to ids built to collide under the former unkeyed hash; a
+ * failing reserve.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,7 +55,8 @@ static void random_against_model(void **state)
   for (int step = 0; step < 200000; step++) {
     int k = (int)(next() % KEYS);
     if (next() % 3 != 0) {
-      assert_int_equal(aoi__idmap_reserve(&A, &m), 0);
+      if (model[k] == AOI__NONE)
+        assert_int_equal(aoi__idmap_reserve(&A, &m, keys[k]), 0);
       uint32_t v = (uint32_t)(next() % 100000);
       aoi__idmap_put(&m, keys[k], v);
       model[k] = v;
@@ -71,6 +74,70 @@ static void random_against_model(void **state)
   for (int i = 0; i < KEYS; i++)
     live += model[i] != AOI__NONE;
   assert_int_equal(m.count, live);
+  aoi__idmap_free(&A, &m);
+}
+
+/* Ids from a counter, some removed, mixed with large ones: the small ones
+   end up direct (the large ones added first among them, when the bound
+   passes them), the large ones hashed, and every lookup agrees with the
+   model. */
+static void small_ids_are_direct(void **state)
+{
+  (void)state;
+  enum { KEYS = 3000 };
+  static uint64_t keys[KEYS];
+  static uint32_t model[KEYS];
+  for (int i = 0; i < KEYS; i++) {
+    keys[i] = i % 5 == 4 ? ((uint64_t)1 << 40) + (uint64_t)i : (uint64_t)i;
+    model[i] = AOI__NONE;
+  }
+  aoi__idmap m;
+  aoi__idmap_init(&m);
+  /* first some that the bound does not reach yet: hashed */
+  for (int i = 2000; i < 2100; i++) {
+    assert_int_equal(aoi__idmap_reserve(&A, &m, keys[i]), 0);
+    aoi__idmap_put(&m, keys[i], (uint32_t)i);
+    model[i] = (uint32_t)i;
+  }
+  assert_int_equal(m.hashed, 100);
+  assert_int_equal(m.direct_capacity, 0);
+  for (int step = 0; step < 60000; step++) {
+    /* adds mostly in counter order, removals anywhere */
+    int k = step < 2000 ? step : (int)(next() % KEYS);
+    if (step < 2000 || next() % 2 == 0) {
+      if (model[k] == AOI__NONE)
+        assert_int_equal(aoi__idmap_reserve(&A, &m, keys[k]), 0);
+      aoi__idmap_put(&m, keys[k], (uint32_t)step);
+      model[k] = (uint32_t)step;
+    } else {
+      aoi__idmap_del(&m, keys[k]);
+      model[k] = AOI__NONE;
+    }
+    if (step % 997 == 0 || step == 1999) {
+      assert_true(aoi__idmap_valid(&m));
+      for (int i = 0; i < KEYS; i++)
+        assert_int_equal(aoi__idmap_get(&m, keys[i]), model[i]);
+    }
+    if (step == 1999) {
+      /* the counter's ids, and the hashed ones the bound passed, are
+         direct; the others hashed */
+      assert_true(m.direct_capacity >= 2000);
+      uint32_t hashed = 0;
+      for (int i = 0; i < KEYS; i++) {
+        if (model[i] == AOI__NONE)
+          continue;
+        if (keys[i] < m.direct_capacity)
+          assert_int_equal(m.direct[keys[i]], model[i]);
+        else
+          hashed++;
+      }
+      assert_true(hashed >= 400);
+      assert_int_equal(m.hashed, hashed);
+    }
+  }
+  /* Direct slots stay within twice the most ids held, plus 128 (rounded
+     up to a power of two). */
+  assert_true(m.direct_capacity <= 2 * (2 * KEYS + 128));
   aoi__idmap_free(&A, &m);
 }
 
@@ -94,7 +161,7 @@ static probes measure(const aoi__idmap *m)
     total += read;
     p.most = read > p.most ? read : p.most;
   }
-  p.mean = m->count ? (double)total / m->count : 0;
+  p.mean = m->hashed ? (double)total / m->hashed : 0;
   return p;
 }
 
@@ -106,9 +173,11 @@ static void maps_have_their_own_keys(void **state)
   aoi__idmap_init(&a);
   aoi__idmap_init(&b);
   assert_true(a.key[0] != b.key[0] || a.key[1] != b.key[1]);
-  for (uint64_t id = 1; id <= IDS; id++) {
-    assert_int_equal(aoi__idmap_reserve(&A, &a), 0);
-    assert_int_equal(aoi__idmap_reserve(&A, &b), 0);
+  /* large ids, so that they are hashed */
+  const uint64_t base = (uint64_t)1 << 40;
+  for (uint64_t id = base + 1; id <= base + IDS; id++) {
+    assert_int_equal(aoi__idmap_reserve(&A, &a, id), 0);
+    assert_int_equal(aoi__idmap_reserve(&A, &b, id), 0);
     aoi__idmap_put(&a, id, (uint32_t)id);
     aoi__idmap_put(&b, id, (uint32_t)id);
   }
@@ -119,7 +188,7 @@ static void maps_have_their_own_keys(void **state)
   for (uint32_t i = 0; i < a.capacity; i++)
     alike += a.slots[i].handle == b.slots[i].handle;
   assert_true(alike < (int)a.capacity);
-  for (uint64_t id = 1; id <= IDS; id++) {
+  for (uint64_t id = base + 1; id <= base + IDS; id++) {
     assert_int_equal(aoi__idmap_get(&a, id), (uint32_t)id);
     assert_int_equal(aoi__idmap_get(&b, id), (uint32_t)id);
   }
@@ -128,7 +197,7 @@ static void maps_have_their_own_keys(void **state)
   aoi__idmap_free(&A, &a);
   assert_int_equal(a.count, 0);
   assert_true(a.key[0] == key0 && a.key[1] == key1);
-  assert_int_equal(aoi__idmap_get(&a, 1), AOI__NONE);
+  assert_int_equal(aoi__idmap_get(&a, base + 1), AOI__NONE);
   assert_true(aoi__idmap_valid(&a));
   aoi__idmap_free(&A, &b);
 }
@@ -154,9 +223,9 @@ static void ids_built_to_collide_do_not(void **state)
   aoi__idmap_init(&m);
   probes worst = {0, 0};
   for (uint32_t i = 0; i < IDS; i++) {
-    assert_int_equal(aoi__idmap_reserve(&A, &m), 0);
+    assert_int_equal(aoi__idmap_reserve(&A, &m, ids[i]), 0);
     aoi__idmap_put(&m, ids[i], i);
-    bool full = (m.count + 1) * 2 > m.capacity;
+    bool full = (m.hashed + 1) * 2 > m.capacity;
     if (m.count >= 1000 && (i % 1000 == 999 || full)) {
       probes p = measure(&m);
       worst.mean = p.mean > worst.mean ? p.mean : worst.mean;
@@ -175,7 +244,7 @@ static void ids_built_to_collide_do_not(void **state)
     aoi__idmap_del(&m, ids[i]);
   assert_true(aoi__idmap_valid(&m));
   for (uint32_t i = 0; i < IDS; i += 2) {
-    assert_int_equal(aoi__idmap_reserve(&A, &m), 0);
+    assert_int_equal(aoi__idmap_reserve(&A, &m, ids[i]), 0);
     aoi__idmap_put(&m, ids[i], i);
   }
   assert_true(aoi__idmap_valid(&m));
@@ -188,21 +257,64 @@ static void ids_built_to_collide_do_not(void **state)
 static void reserve_failure_changes_nothing(void **state)
 {
   (void)state;
+  const uint64_t base = (uint64_t)1 << 40;
   aoi__idmap m;
   aoi__idmap_init(&m);
   for (uint64_t i = 0; i < 32; i++) {
-    assert_int_equal(aoi__idmap_reserve(&A, &m), 0);
-    aoi__idmap_put(&m, i, (uint32_t)i);
+    assert_int_equal(aoi__idmap_reserve(&A, &m, base + i), 0);
+    aoi__idmap_put(&m, base + i, (uint32_t)i);
   }
   uint32_t capacity = m.capacity;
   failing_after = 0;
-  assert_int_equal(aoi__idmap_reserve(&FAILING, &m), AOI_ENOMEM);
+  assert_int_equal(aoi__idmap_reserve(&FAILING, &m, base + 32), AOI_ENOMEM);
+  /* a small id: neither direct slots nor a hashed one can be had */
+  assert_int_equal(aoi__idmap_reserve(&FAILING, &m, 5), AOI_ENOMEM);
   assert_int_equal(m.capacity, capacity);
+  assert_int_equal(m.direct_capacity, 0);
   assert_int_equal(m.count, 32);
   assert_true(aoi__idmap_valid(&m));
   for (uint64_t i = 0; i < 32; i++)
-    assert_int_equal(aoi__idmap_get(&m, i), (uint32_t)i);
-  assert_int_equal(aoi__idmap_get(&m, 32), AOI__NONE);
+    assert_int_equal(aoi__idmap_get(&m, base + i), (uint32_t)i);
+  assert_int_equal(aoi__idmap_get(&m, base + 32), AOI__NONE);
+  aoi__idmap_free(&A, &m);
+}
+
+/* A growth of the direct slots that cannot get memory for the hashed ids
+   it would move leaves them where they are and hashes the new id. */
+static void direct_growth_failure_hashes(void **state)
+{
+  (void)state;
+  aoi__idmap m;
+  aoi__idmap_init(&m);
+  for (uint64_t id = 1000; id < 1010; id++) { /* beyond the bound: hashed */
+    assert_int_equal(aoi__idmap_reserve(&A, &m, id), 0);
+    aoi__idmap_put(&m, id, (uint32_t)id);
+  }
+  for (uint64_t id = 0; id < 512; id++) {
+    assert_int_equal(aoi__idmap_reserve(&A, &m, id), 0);
+    aoi__idmap_put(&m, id, (uint32_t)id);
+  }
+  assert_int_equal(m.direct_capacity, 512);
+  assert_int_equal(m.hashed, 10);
+  failing_after = 1; /* the direct slots, not the hashed ones' new table */
+  assert_int_equal(aoi__idmap_reserve(&FAILING, &m, 512), 0);
+  assert_int_equal(m.direct_capacity, 512);
+  aoi__idmap_put(&m, 512, 512);
+  assert_int_equal(m.hashed, 11);
+  assert_true(aoi__idmap_valid(&m));
+  for (uint64_t id = 0; id <= 512; id++)
+    assert_int_equal(aoi__idmap_get(&m, id), (uint32_t)id);
+  for (uint64_t id = 1000; id < 1010; id++)
+    assert_int_equal(aoi__idmap_get(&m, id), (uint32_t)id);
+  /* the next growth takes them all */
+  assert_int_equal(aoi__idmap_reserve(&A, &m, 513), 0);
+  aoi__idmap_put(&m, 513, 513);
+  assert_int_equal(m.direct_capacity, 1024);
+  assert_int_equal(m.hashed, 0);
+  assert_true(aoi__idmap_valid(&m));
+  for (uint64_t id = 1000; id < 1010; id++)
+    assert_int_equal(aoi__idmap_get(&m, id), (uint32_t)id);
+  assert_int_equal(aoi__idmap_get(&m, 512), 512);
   aoi__idmap_free(&A, &m);
 }
 
@@ -210,9 +322,11 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_against_model),
+      cmocka_unit_test(small_ids_are_direct),
       cmocka_unit_test(maps_have_their_own_keys),
       cmocka_unit_test(ids_built_to_collide_do_not),
       cmocka_unit_test(reserve_failure_changes_nothing),
+      cmocka_unit_test(direct_growth_failure_hashes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
