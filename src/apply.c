@@ -91,22 +91,26 @@ static void depart(aoi__shard *s, const aoi__entity *e)
    last tick adds up to. The first move of a tick departs from where the
    entity stood and touches it; a record moves it once, to where the last
    move put it, which is what the run of moves did. */
-static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
-                         uint64_t tick)
+static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
+                         const aoi__record *r, uint64_t tick)
 {
   aoi_world *w = k->world;
-  if (r->what & AOI__RECORD_ADD) {
+  uint32_t what = aoi__record_what(q, r);
+  const aoi__record_extra *more =
+      r->extra < AOI__RECORD_JUST_REMOVE ? &q->extras[r->extra] : NULL;
+  const aoi__host_entity *host = &w->host[r->handle];
+  if (what & AOI__RECORD_ADD) {
     aoi__entity e = {0};
-    e.id = r->id;
+    e.id = host->id;
     e.handle = r->handle;
-    e.flags = r->flags;
+    e.flags = host->flags & (AOI_WATCHER | AOI_MARKER);
     e.x = r->x;
     e.y = r->y;
-    e.radius = r->radius;
-    e.appeal = r->appeal;
-    e.layers = r->layers;
-    e.interest = r->interest;
-    e.cap = r->cap;
+    e.radius = host->radius;
+    e.appeal = host->appeal;
+    e.layers = more->layers;
+    e.interest = more->interest;
+    e.cap = more->cap;
     e.touched = e.changed = tick;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
@@ -121,7 +125,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
   AOI__ASSERT(loc->shard == s->index && loc->slot < s->count);
   aoi__entity *e = &s->entities[loc->slot];
   e->changed = tick;
-  if (r->what & AOI__RECORD_MOVE) {
+  if (what & AOI__RECORD_MOVE) {
     if (e->touched != tick) {
       depart(s, e);
       e->touched = tick;
@@ -130,17 +134,17 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__record *r,
     e->x = r->x;
     e->y = r->y;
   }
-  if (r->what & AOI__RECORD_RADIUS)
-    e->radius = r->radius;
-  if (r->what & AOI__RECORD_LAYERS) {
-    e->layers = r->layers;
-    e->interest = r->interest;
+  if (what & AOI__RECORD_RADIUS)
+    e->radius = host->radius;
+  if (what & AOI__RECORD_LAYERS) {
+    e->layers = more->layers;
+    e->interest = more->interest;
   }
-  if (r->what & AOI__RECORD_APPEAL)
-    e->appeal = r->appeal;
-  if (r->what & AOI__RECORD_CAP)
-    e->cap = r->cap;
-  if (r->what & AOI__RECORD_REMOVE) {
+  if (what & AOI__RECORD_APPEAL)
+    e->appeal = host->appeal;
+  if (what & AOI__RECORD_CAP)
+    e->cap = more->cap;
+  if (what & AOI__RECORD_REMOVE) {
     if (e->touched != tick)
       depart(s, e);
     aoi__view_recycle(k, &e->view);
@@ -190,7 +194,7 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
       if (slot < s->count)
         __builtin_prefetch(&s->entities[slot]);
     }
-    apply_record(k, s, &q->records[i], tick);
+    apply_record(k, s, q, &q->records[i], tick);
   }
 }
 

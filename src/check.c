@@ -14,19 +14,34 @@
 #include <stdlib.h>
 
 /* The op queues: one record per handle, in the queue of the shard that owns
-   it, found by its index; records that add carry nothing else to do, ones
-   that remove nothing else at all; and the bounds the host keeps for the
-   tick's reservation are exactly what the records count. */
+   it, found by its index; each extra belongs to one record that points at
+   it, and says more than a move; records that add carry nothing else to
+   do, ones that remove nothing else at all; and the bounds the host keeps
+   for the tick's reservation are exactly what the records count. */
 static bool queues_valid(const aoi_world *w)
 {
   uint32_t total = 0;
   for (unsigned s = 0; s < w->shard_count; s++) {
     const aoi__queue *q = &w->shards[s].queue;
-    if (q->count > q->capacity)
+    if (q->count > q->capacity || q->extra_count > q->extra_capacity)
       return false;
     total += q->count;
+    uint32_t extras = 0;
     for (uint32_t i = 0; i < q->count; i++) {
       const aoi__record *r = &q->records[i];
+      if (r->extra < AOI__RECORD_JUST_REMOVE) {
+        extras++;
+        if (r->extra >= q->extra_count || q->extras[r->extra].record != i ||
+            (q->extras[r->extra].what & ~AOI__RECORD_MOVE) == 0 ||
+            (q->extras[r->extra].what & AOI__RECORD_REMOVE))
+          return false;
+      }
+    }
+    if (extras != q->extra_count)
+      return false;
+    for (uint32_t i = 0; i < q->count; i++) {
+      const aoi__record *r = &q->records[i];
+      uint32_t what = aoi__record_what(q, r);
       uint32_t h = r->handle;
       if (h >= w->handle_count || w->queued[h] != i)
         return false;
@@ -34,18 +49,13 @@ static bool queues_valid(const aoi_world *w)
       unsigned owner = e->born > w->tick ? e->shard : w->location[h].shard;
       if (owner != s)
         return false;
-      if ((r->what & AOI__RECORD_ADD) &&
+      if ((what & AOI__RECORD_ADD) &&
           (!(e->flags & AOI__LIVE) || e->born <= w->tick))
         return false;
-      if ((r->what & AOI__RECORD_REMOVE) &&
-          (r->what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
+      if ((what & AOI__RECORD_REMOVE) &&
+          (what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
         return false;
-      if (!(r->what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
-        return false;
-      unsigned named = (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
-                           ? aoi__layout_shard(&w->layout, r->x, r->y)
-                           : s;
-      if (r->target != named)
+      if (!(what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
         return false;
     }
   }
@@ -57,10 +67,11 @@ static bool queues_valid(const aoi_world *w)
     const aoi__queue *q = &w->shards[s].queue;
     for (uint32_t i = 0; i < q->count; i++) {
       const aoi__record *r = &q->records[i];
-      if (r->what & AOI__RECORD_ADD)
+      unsigned target = aoi__record_target(w, q, r, s);
+      if (aoi__record_what(q, r) & AOI__RECORD_ADD)
         arrivals[s]++;
-      if (r->target != s)
-        arrivals[r->target]++;
+      if (target != s)
+        arrivals[target]++;
     }
   }
   for (unsigned s = 0; s < w->shard_count; s++)
@@ -71,7 +82,8 @@ static bool queues_valid(const aoi_world *w)
     for (unsigned s = i; s < w->shard_count; s += w->threads) {
       const aoi__queue *q = &w->shards[s].queue;
       for (uint32_t k = 0; k < q->count; k++) {
-        unsigned to = aoi__worker_of(w, q->records[k].target);
+        unsigned to =
+            aoi__worker_of(w, aoi__record_target(w, q, &q->records[k], s));
         if (to != i)
           bound[to]++;
       }

@@ -49,6 +49,17 @@ static inline bool aoi__radius_ok(const struct aoi_world *w, float radius)
   return isfinite(radius) && radius >= 0 && radius <= w->config.max_radius;
 }
 
+/* The shard record r of shard s's queue names: where its position is, if
+   it has one, else s. The host's bounds count an arrival there. */
+static inline unsigned aoi__record_target(const struct aoi_world *w,
+                                          const aoi__queue *q,
+                                          const aoi__record *r, unsigned s)
+{
+  return (aoi__record_what(q, r) & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
+             ? aoi__layout_shard(&w->layout, r->x, r->y)
+             : s;
+}
+
 /* Looks up a live id; AOI__NONE if it is not live. */
 static inline uint32_t aoi__live_handle(const struct aoi_world *w,
                                         uint64_t id)

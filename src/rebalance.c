@@ -135,7 +135,7 @@ bool aoi__plan_relayout(aoi_world *w)
     const aoi__queue *q = &w->shards[s].queue;
     for (uint32_t i = 0; i < q->count; i++) {
       const aoi__record *r = &q->records[i];
-      if (r->what & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
+      if (aoi__record_what(q, r) & (AOI__RECORD_ADD | AOI__RECORD_MOVE))
         plan_arrival(w, &next, s, r->x, r->y);
     }
   }

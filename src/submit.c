@@ -95,6 +95,7 @@ void aoi__host_free(aoi_world *w)
     for (unsigned s = 0; s < w->shard_count; s++) {
       aoi__queue *q = &w->shards[s].queue;
       aoi__free(a, q->records, sizeof(aoi__record) * q->capacity);
+      aoi__free(a, q->extras, sizeof(aoi__record_extra) * q->extra_capacity);
       memset(q, 0, sizeof(*q));
     }
   aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
@@ -189,31 +190,98 @@ static unsigned route(const aoi_world *w, uint32_t h)
 }
 
 /* Makes sure handle h has a record in the queue of `shard`, or room for
-   one. */
-static int reserve_record(aoi_world *w, uint32_t h, unsigned shard)
+   one, and with `extra` room for the extra of a record that does more than
+   move (a failure may leave more room, and changes nothing else). */
+static int reserve_record(aoi_world *w, uint32_t h, unsigned shard,
+                          bool extra)
 {
   aoi__queue *q = &w->shards[shard].queue;
-  if (w->queued[h] != AOI__NONE || q->count < q->capacity)
-    return 0;
-  return aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
-                      q->count + 1, sizeof(aoi__record));
+  uint32_t at = w->queued[h];
+  int rc;
+  if (at == AOI__NONE && q->count == q->capacity &&
+      (rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                         q->count + 1, sizeof(aoi__record))) != 0)
+    return rc;
+  if (extra &&
+      (at == AOI__NONE || q->records[at].extra >= AOI__RECORD_JUST_REMOVE) &&
+      q->extra_count == q->extra_capacity)
+    return aoi__reserve(&w->allocator, (void **)&q->extras,
+                        &q->extra_capacity, q->extra_count + 1,
+                        sizeof(aoi__record_extra));
+  return 0;
 }
 
-/* Handle h's record in the queue of `shard`, made empty if it had none
-   (room reserved by reserve_record). */
-static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard)
+/* Gives record `at` of q a new extra that says `what` (room reserved). */
+static aoi__record_extra *new_extra(aoi__queue *q, uint32_t at, uint32_t what)
+{
+  AOI__ASSERT(q->extra_count < q->extra_capacity);
+  uint32_t i = q->extra_count++;
+  aoi__record_extra *x = &q->extras[i];
+  memset(x, 0, sizeof(*x));
+  x->what = what;
+  x->record = at;
+  q->records[at].extra = i;
+  return x;
+}
+
+/* Takes extra i out of q, the last one taking its place. */
+static void drop_extra(aoi__queue *q, uint32_t i)
+{
+  uint32_t last = --q->extra_count;
+  if (i != last) {
+    q->extras[i] = q->extras[last];
+    q->records[q->extras[i].record].extra = i;
+  }
+}
+
+/* Handle h's record in the queue of `shard`, made if it had none, now
+   noting that it changes `what` (room reserved by reserve_record): a
+   removal drops everything else it held. */
+static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
+                              uint32_t what)
 {
   aoi__queue *q = &w->shards[shard].queue;
-  if (w->queued[h] != AOI__NONE)
-    return &q->records[w->queued[h]];
-  AOI__ASSERT(q->count < q->capacity);
-  aoi__record *r = &q->records[q->count];
-  memset(r, 0, sizeof(*r));
-  r->handle = h;
-  r->target = shard;
-  w->queued[h] = q->count++;
-  w->records++;
+  uint32_t at = w->queued[h];
+  if (at == AOI__NONE) {
+    AOI__ASSERT(q->count < q->capacity);
+    at = w->queued[h] = q->count++;
+    w->records++;
+    q->records[at] = (aoi__record){h, AOI__RECORD_JUST_MOVE, 0, 0};
+    if (what == AOI__RECORD_REMOVE)
+      q->records[at].extra = AOI__RECORD_JUST_REMOVE;
+    else if (what != AOI__RECORD_MOVE)
+      new_extra(q, at, what);
+    return &q->records[at];
+  }
+  aoi__record *r = &q->records[at];
+  AOI__ASSERT(r->extra != AOI__RECORD_JUST_REMOVE);
+  if (what == AOI__RECORD_REMOVE) {
+    if (r->extra != AOI__RECORD_JUST_MOVE)
+      drop_extra(q, r->extra);
+    r->extra = AOI__RECORD_JUST_REMOVE;
+  } else if (r->extra != AOI__RECORD_JUST_MOVE)
+    q->extras[r->extra].what |= what;
+  else if (what != AOI__RECORD_MOVE)
+    new_extra(q, at, what | AOI__RECORD_MOVE);
   return r;
+}
+
+/* The extra of a record that has one. */
+static aoi__record_extra *extra_of(aoi_world *w, unsigned shard,
+                                   const aoi__record *r)
+{
+  AOI__ASSERT(r->extra < AOI__RECORD_JUST_REMOVE);
+  return &w->shards[shard].queue.extras[r->extra];
+}
+
+/* The shard handle h's record in the queue of `shard` names now: `shard`
+   itself when it has none. */
+static unsigned target_of(const aoi_world *w, uint32_t h, unsigned shard)
+{
+  const aoi__queue *q = &w->shards[shard].queue;
+  uint32_t at = w->queued[h];
+  return at == AOI__NONE ? shard
+                         : aoi__record_target(w, q, &q->records[at], shard);
 }
 
 /* Counts (delta 1) or uncounts (delta -1) the handoff from `from` to `to`
@@ -230,16 +298,15 @@ static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
     w->workers[from_worker].handoffs_out[to_worker].bound += (uint32_t)delta;
 }
 
-/* Points a record of `shard` at the shard its new position names, moving
-   the counted handoff with it. */
-static inline void retarget(aoi_world *w, aoi__record *r, unsigned shard,
+/* A record of `shard` that named `was` now names `to`: the counted handoff
+   moves with it. */
+static inline void retarget(aoi_world *w, unsigned shard, unsigned was,
                             unsigned to)
 {
-  if (r->target == to)
+  if (was == to)
     return;
-  count_handoff(w, shard, r->target, -1);
+  count_handoff(w, shard, was, -1);
   count_handoff(w, shard, to, 1);
-  r->target = to;
 }
 
 /* Takes handle h's record (one that adds it) out of the queue of `shard`
@@ -250,12 +317,16 @@ static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
   uint32_t at = w->queued[h];
   AOI__ASSERT(at < q->count && q->records[at].handle == h);
   aoi__record *r = &q->records[at];
-  retarget(w, r, shard, shard);
+  retarget(w, shard, aoi__record_target(w, q, r, shard), shard);
   w->shards[shard].arrivals_bound--; /* its insertion */
+  if (r->extra < AOI__RECORD_JUST_REMOVE)
+    drop_extra(q, r->extra);
   uint32_t last = --q->count;
   if (at != last) {
     *r = q->records[last];
     w->queued[r->handle] = at;
+    if (r->extra < AOI__RECORD_JUST_REMOVE)
+      q->extras[r->extra].record = at;
   }
   w->queued[h] = AOI__NONE;
   w->records--;
@@ -286,7 +357,10 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   /* The handle it will take is free, so it has no record: make room. */
   aoi__queue *q = &w->shards[shard].queue;
   if ((rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
-                         q->count + 1, sizeof(aoi__record))) != 0)
+                         q->count + 1, sizeof(aoi__record))) != 0 ||
+      (rc = aoi__reserve(&w->allocator, (void **)&q->extras,
+                         &q->extra_capacity, q->extra_count + 1,
+                         sizeof(aoi__record_extra))) != 0)
     return rc;
   uint32_t h = take_handle(w);
   aoi__host_entity *e = &w->host[h];
@@ -307,15 +381,12 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
     if (radius > w->radius_high)
       w->radius_high = radius;
   }
-  aoi__record *r = record_of(w, h, shard);
-  r->what = AOI__RECORD_ADD;
-  r->id = id;
+  aoi__record *r = record_of(w, h, shard, AOI__RECORD_ADD);
   r->x = x;
   r->y = y;
-  r->radius = radius;
-  r->flags = flags;
-  r->layers = layers;
-  r->interest = interest;
+  aoi__record_extra *more = extra_of(w, shard, r);
+  more->layers = layers;
+  more->interest = interest;
   w->shards[shard].arrivals_bound++; /* its insertion */
   return 0;
 }
@@ -332,37 +403,37 @@ static int find_handle(const aoi_world *w, uint64_t id, uint32_t *h)
 
 /* The rest of an operation's prologue once its live handle h is found:
    the argument check's verdict (`invalid`), then room for its record in
-   the queue of the shard that owns the entity. */
-static int prepare_op(aoi_world *w, uint32_t h, int invalid, unsigned *shard)
+   the queue of the shard that owns the entity (and, with `extra`, for an
+   extra). */
+static int prepare_op(aoi_world *w, uint32_t h, int invalid, bool extra,
+                      unsigned *shard)
 {
   if (invalid != 0)
     return invalid;
   *shard = route(w, h);
-  return reserve_record(w, h, *shard);
+  return reserve_record(w, h, *shard, extra);
 }
 
 /* The prologue of an operation on a live entity: the checks in their
    documented order, then room for its record. */
-static int begin_op(aoi_world *w, uint64_t id, int invalid, uint32_t *h,
-                    unsigned *shard)
+static int begin_op(aoi_world *w, uint64_t id, int invalid, bool extra,
+                    uint32_t *h, unsigned *shard)
 {
   int rc = find_handle(w, id, h);
-  return rc != 0 ? rc : prepare_op(w, *h, invalid, shard);
+  return rc != 0 ? rc : prepare_op(w, *h, invalid, extra, shard);
 }
 
 /* The record of a set_* operation on live entity `id`: the prologue
    (begin_op, `invalid` being the argument check's verdict), then the
-   entity's record with `what` noted. NULL, with *rc, when a check fails;
-   nothing can fail after it. */
-static aoi__record *set_record(aoi_world *w, uint64_t id, int invalid,
-                               uint32_t what, uint32_t *h, int *rc)
+   extra of the entity's record with `what` noted. NULL, with *rc, when a
+   check fails; nothing can fail after it. */
+static aoi__record_extra *set_record(aoi_world *w, uint64_t id, int invalid,
+                                     uint32_t what, uint32_t *h, int *rc)
 {
   unsigned shard;
-  if ((*rc = begin_op(w, id, invalid, h, &shard)) != 0)
+  if ((*rc = begin_op(w, id, invalid, true, h, &shard)) != 0)
     return NULL;
-  aoi__record *r = record_of(w, *h, shard);
-  r->what |= what;
-  return r;
+  return extra_of(w, shard, record_of(w, *h, shard, what));
 }
 
 /* aoi_move of live handle h, from its coordinate check on: aoi_move and
@@ -371,16 +442,16 @@ static int move_handle(aoi_world *w, uint32_t h, float x, float y)
 {
   unsigned shard;
   int rc = prepare_op(w, h, isfinite(x) && isfinite(y) ? 0 : AOI_ECOORD,
-                      &shard);
+                      false, &shard);
   if (rc != 0)
     return rc;
-  aoi__record *r = record_of(w, h, shard);
-  r->what |= AOI__RECORD_MOVE;
+  unsigned was = target_of(w, h, shard);
+  aoi__record *r = record_of(w, h, shard, AOI__RECORD_MOVE);
   r->x = x;
   r->y = y;
   /* If it ends up in another shard, that shard and the batch between the
      two workers need room for it: count it, to reserve before the tick. */
-  retarget(w, r, shard, aoi__layout_shard(&w->layout, x, y));
+  retarget(w, shard, was, aoi__layout_shard(&w->layout, x, y));
   return 0;
 }
 
@@ -441,13 +512,12 @@ int aoi_set_radius(aoi_world *w, uint64_t id, float radius)
     return AOI_EINVAL;
   uint32_t h;
   int rc;
-  aoi__record *r =
+  aoi__record_extra *r =
       set_record(w, id, aoi__radius_ok(w, radius) ? 0 : AOI_ERADIUS,
                  AOI__RECORD_RADIUS, &h, &rc);
   if (r == NULL)
     return rc;
-  r->radius = radius;
-  aoi__host_entity *e = &w->host[h];
+  aoi__host_entity *e = &w->host[h]; /* the tick reads the radius there */
   if (e->flags & AOI_WATCHER) {
     w->radius_sum += (double)radius - (double)e->radius;
     track_high(&w->radius_high, &w->radius_high_dirty, e->radius, radius);
@@ -463,7 +533,7 @@ int aoi_set_layers(aoi_world *w, uint64_t id, uint32_t layers,
     return AOI_EINVAL;
   uint32_t h;
   int rc;
-  aoi__record *r = set_record(w, id, 0, AOI__RECORD_LAYERS, &h, &rc);
+  aoi__record_extra *r = set_record(w, id, 0, AOI__RECORD_LAYERS, &h, &rc);
   if (r == NULL)
     return rc;
   r->layers = layers;
@@ -477,13 +547,12 @@ int aoi_set_appeal(aoi_world *w, uint64_t id, float appeal)
     return AOI_EINVAL;
   uint32_t h;
   int rc;
-  aoi__record *r =
+  aoi__record_extra *r =
       set_record(w, id, aoi__radius_ok(w, appeal) ? 0 : AOI_ERADIUS,
                  AOI__RECORD_APPEAL, &h, &rc);
   if (r == NULL)
     return rc;
-  r->appeal = appeal;
-  aoi__host_entity *e = &w->host[h];
+  aoi__host_entity *e = &w->host[h]; /* the tick reads the appeal there */
   track_high(&w->appeal_high, &w->appeal_high_dirty, e->appeal, appeal);
   e->appeal = appeal;
   return 0;
@@ -495,7 +564,7 @@ int aoi_set_cap(aoi_world *w, uint64_t id, uint32_t cap)
     return AOI_EINVAL;
   uint32_t h;
   int rc;
-  aoi__record *r = set_record(w, id, 0, AOI__RECORD_CAP, &h, &rc);
+  aoi__record_extra *r = set_record(w, id, 0, AOI__RECORD_CAP, &h, &rc);
   if (r == NULL)
     return rc;
   r->cap = cap;
@@ -508,7 +577,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
     return AOI_EINVAL;
   uint32_t h;
   unsigned shard;
-  int rc = begin_op(w, id, 0, &h, &shard);
+  int rc = begin_op(w, id, 0, false, &h, &shard);
   if (rc != 0)
     return rc;
   aoi__host_entity *e = &w->host[h];
@@ -540,9 +609,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
   }
   /* Whatever else the record held is moot now; where it stood at the end of
      the last tick is what its watchers must leave. */
-  aoi__record *r = record_of(w, h, shard);
-  retarget(w, r, shard, shard);
-  r->what = AOI__RECORD_REMOVE;
+  retarget(w, shard, target_of(w, h, shard), shard);
+  record_of(w, h, shard, AOI__RECORD_REMOVE);
   w->limbo[w->limbo_count++] = h;
   return 0;
 }

@@ -67,6 +67,7 @@ static int tick_begin(aoi_world *w, bool blocking)
     uint32_t need = sh->count + sh->arrivals_bound + planned;
     aoi__peak_note(&sh->entity_peak, need);
     aoi__peak_note(&sh->queue.peak, sh->queue.count);
+    aoi__peak_note(&sh->queue.extra_peak, sh->queue.extra_count);
     if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity, need,
                            sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
@@ -193,6 +194,8 @@ static void shrink_arrays(aoi_world *w)
     aoi__peak_turn(&q->peak);
     aoi__shrink(a, (void **)&q->records, &q->capacity,
                 records > q->count ? records : q->count, sizeof(aoi__record));
+    shrink_to_peak(a, (void **)&q->extras, &q->extra_capacity, &q->extra_peak,
+                   q->extra_count, sizeof(aoi__record_extra));
     aoi__shrink(a, (void **)&sh->touched, &sh->touched_capacity, records,
                 sizeof(uint32_t));
     aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity, records,
@@ -220,7 +223,7 @@ static void end_queues(aoi_world *w)
     aoi__shard *sh = &w->shards[s];
     for (uint32_t i = 0; i < sh->queue.count; i++)
       w->queued[sh->queue.records[i].handle] = AOI__NONE;
-    sh->queue.count = 0;
+    sh->queue.count = sh->queue.extra_count = 0;
     sh->arrivals_bound = 0;
     sh->touched_count = sh->departed_count = 0; /* read only in the tick */
   }

@@ -153,25 +153,57 @@ typedef struct aoi__pending {
    entity carries all of its fields and never removes it (an add and a
    remove between the same two ticks cancel out); one that removes it
    carries nothing else. The worker applies the add, the position, the
-   radius, the layers, the appeal and the cap, then the removal. */
+   radius, the layers, the appeal and the cap, then the removal.
+
+   Most records are a move alone, so a record is 16 bytes: the handle, the
+   position, and `extra`, which says AOI__RECORD_JUST_MOVE or
+   AOI__RECORD_JUST_REMOVE, or else where the rest is (aoi__record_extra,
+   in the same queue). A record's target, the shard its position names, is
+   not kept: the layout does not change between ticks, so the host names
+   it again when it needs it (aoi__record_target in submit.c). */
 typedef struct aoi__record {
   uint32_t handle;
-  uint32_t what; /* AOI__RECORD_* */
-  uint64_t id;
-  float x, y, radius, appeal;
-  uint32_t flags, layers, interest, cap;
-  uint32_t target; /* host only: the shard its position names, whose
-                      arrival (if not this shard) the host has counted */
+  uint32_t extra; /* AOI__RECORD_JUST_*, or an index into the extras */
+  float x, y;
 } aoi__record;
+_Static_assert(sizeof(aoi__record) == 16, "a record in 16 bytes");
+
+#define AOI__RECORD_JUST_MOVE AOI__NONE
+#define AOI__RECORD_JUST_REMOVE (AOI__NONE - 1)
+
+/* The rest of a record that does more than move or remove. The id, kind,
+   radius and appeal it adds or sets are not kept here: the handle's
+   host entry (aoi__host_entity) holds their latest values, which the host
+   does not change while a tick is in flight. */
+typedef struct aoi__record_extra {
+  uint32_t what;   /* AOI__RECORD_* */
+  uint32_t record; /* host only: the index of its record */
+  uint32_t layers, interest, cap;
+} aoi__record_extra;
 
 /* A shard's records for the next tick, at most one per handle
-   (world->queued finds it). Filled by the host between ticks, handed to
-   the shard's worker through its op ring, read by it during the tick. */
+   (world->queued finds it), and their extras. Filled by the host between
+   ticks, handed to the shard's worker through its op ring, read by it
+   during the tick. */
 typedef struct aoi__queue {
   aoi__record *records;
+  aoi__record_extra *extras;
   uint32_t count, capacity;
-  aoi__peak peak; /* host only: records, per shrink period */
+  uint32_t extra_count, extra_capacity;
+  aoi__peak peak;       /* host only: records, per shrink period */
+  aoi__peak extra_peak; /* host only: extras, per shrink period */
 } aoi__queue;
+
+/* What record r of queue q changes: AOI__RECORD_* bits. */
+static inline uint32_t aoi__record_what(const aoi__queue *q,
+                                        const aoi__record *r)
+{
+  if (r->extra == AOI__RECORD_JUST_MOVE)
+    return AOI__RECORD_MOVE;
+  if (r->extra == AOI__RECORD_JUST_REMOVE)
+    return AOI__RECORD_REMOVE;
+  return q->extras[r->extra].what;
+}
 
 /* A watcher's view: the handles of the markers it sees, ordered by their
    ids (world->mark[h].id). Four bytes an entry: the position a watcher was
