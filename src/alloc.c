@@ -2,10 +2,12 @@
  * alloc.c: the allocator helpers every file uses (base.h). Every byte the
  * library holds comes through the world's allocator hooks (aoi_config's
  * allocator, else malloc), always with its size, so that a test can fail
- * the n-th allocation and check that nothing leaks. Arrays grow by
- * doubling (aoi__reserve), or with room to spare where their need wanders
- * (aoi__reserve_roomy), and give back what a burst made them take
- * (aoi__shrink).
+ * the n-th allocation and check that nothing leaks. Arrays grow by half
+ * again, or to an eighth over their need when that is more (aoi__reserve:
+ * an array sized once for a known need keeps little slack, one that
+ * creeps up still grows geometrically), or with room to spare where their
+ * need wanders (aoi__reserve_roomy), and give back what a burst made them
+ * take (aoi__shrink).
  */
 #include "base.h"
 
@@ -36,14 +38,10 @@ void aoi__free(const aoi_allocator *a, void *ptr, size_t size)
     a->free(a->user, ptr, size);
 }
 
-int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
-                 uint32_t need, size_t elem)
+/* Grows *array to exactly `capacity` items. */
+static int grow(const aoi_allocator *a, void **array, uint32_t *cap,
+                uint64_t capacity, size_t elem)
 {
-  if (need <= *cap)
-    return 0;
-  uint64_t capacity = *cap ? *cap : 8;
-  while (capacity < need)
-    capacity *= 2;
   if (capacity > UINT32_MAX)
     capacity = UINT32_MAX;
   if (capacity * elem / elem != capacity)
@@ -56,14 +54,25 @@ int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
   return 0;
 }
 
+int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
+                 uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  uint64_t capacity = (uint64_t)need + need / 8;
+  uint64_t half_again = (uint64_t)*cap + *cap / 2;
+  if (capacity < half_again)
+    capacity = half_again;
+  return grow(a, array, cap, capacity < 8 ? 8 : capacity, elem);
+}
+
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
                        uint32_t need, size_t elem)
 {
   if (need <= *cap)
     return 0;
-  uint64_t roomy = (uint64_t)need + need / 2;
-  return aoi__reserve(a, array, cap,
-                      roomy > UINT32_MAX ? UINT32_MAX : (uint32_t)roomy, elem);
+  uint64_t capacity = (uint64_t)need + need / 2;
+  return grow(a, array, cap, capacity < 8 ? 8 : capacity, elem);
 }
 
 uint32_t aoi__roomy(uint32_t need, uint32_t hint)

@@ -101,7 +101,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   const aoi__host_entity *host = &w->host[r->handle];
   if (what & AOI__RECORD_ADD) {
     aoi__entity e = {0};
-    e.id = host->id;
+    e.id = w->mark[r->handle].id;
     e.handle = r->handle;
     e.flags = host->flags & (AOI_WATCHER | AOI_MARKER);
     e.x = r->x;

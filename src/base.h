@@ -67,10 +67,12 @@ void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,
                    size_t new_size);
 void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
 /* Grows *array (of `elem`-byte items, capacity *cap) to hold at least `need`
-   items, doubling. Returns 0 or AOI_ENOMEM (then nothing changed). */
+   items: to half as much again, or to an eighth over `need` when that is
+   more. Returns 0 or AOI_ENOMEM (then nothing changed). */
 int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t need, size_t elem);
-/* Like aoi__reserve, but a growth leaves room for half as much again: for
+/* Like aoi__reserve, but a growth leaves room for half as much again as
+   `need`: for
    arrays whose need wanders around a level, which then stop growing once
    the crowd settles. */
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,

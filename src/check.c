@@ -118,7 +118,7 @@ bool aoi__world_valid(aoi_world *w)
     live++;
     if (e->flags & AOI_WATCHER)
       watchers++;
-    if (aoi__idmap_get(&w->ids, e->id) != h)
+    if (aoi__idmap_get(&w->ids, w->mark[h].id) != h)
       return false;
     if (e->born > w->tick)
       continue;
@@ -128,7 +128,7 @@ bool aoi__world_valid(aoi_world *w)
     const aoi__shard *s = &w->shards[loc->shard];
     if (loc->slot >= s->count || s->entities[loc->slot].handle != h)
       return false;
-    if (s->entities[loc->slot].id != e->id)
+    if (s->entities[loc->slot].id != w->mark[h].id)
       return false;
   }
   if (live != w->live || watchers != w->watchers || live != w->ids.count)

@@ -117,9 +117,12 @@ static int reserve_handle(aoi_world *w)
     return 0;
   const aoi_allocator *a = &w->allocator;
   uint32_t old = w->handle_capacity;
-  if (old >= (UINT32_MAX - 1) / 2)
+  /* A quarter more: each handle costs every table, so they keep little
+     slack, and the copies still come once per quarter grown. */
+  uint64_t grown = old ? (uint64_t)old + old / 4 : 64;
+  if (grown >= UINT32_MAX)
     return AOI_ENOMEM;
-  uint32_t cap = old ? old * 2 : 64;
+  uint32_t cap = (uint32_t)grown;
   char *block = aoi__alloc(a, handle_block(cap, NULL, NULL));
   if (block == NULL)
     return AOI_ENOMEM;
@@ -364,7 +367,6 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
     return rc;
   uint32_t h = take_handle(w);
   aoi__host_entity *e = &w->host[h];
-  e->id = id;
   e->born = w->tick + 1;
   e->radius = radius;
   e->appeal = 0;

@@ -450,10 +450,9 @@ typedef struct aoi__worker {
   uint64_t lagging; /* watchers left with a marker not told where it is */
 } aoi__worker;
 
-/* The host's record of a handle. */
+/* The host's record of a handle (its id is in its mark). */
 #define AOI__LIVE 4u
 typedef struct aoi__host_entity {
-  uint64_t id;
   uint64_t born;  /* the tick that first applies it */
   float radius;
   float appeal;
