@@ -42,7 +42,7 @@ typedef struct handle_tables {
   aoi__mark *mark;
   float *appeal;
   aoi__outbox *outbox;
-  uint32_t *event_at, *queued, *generation, *free_handles, *limbo, *limbo_old,
+  uint32_t *event_at, *queued, *generation, *released,
       *backlog, *assigned;
   uint8_t *in_backlog;
 } handle_tables;
@@ -70,9 +70,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
   TABLE(generation, uint32_t);
-  TABLE(free_handles, uint32_t);
-  TABLE(limbo, uint32_t);
-  TABLE(limbo_old, uint32_t);
+  TABLE(released, uint32_t);
   TABLE(backlog, uint32_t);
   TABLE(assigned, uint32_t);
   TABLE(in_backlog, uint8_t);
@@ -138,9 +136,10 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
     memcpy(t.in_backlog, w->in_backlog, old);
-    memcpy(t.free_handles, w->free_handles, sizeof(uint32_t) * w->free_count);
-    memcpy(t.limbo, w->limbo, sizeof(uint32_t) * w->limbo_count);
-    memcpy(t.limbo_old, w->limbo_old, sizeof(uint32_t) * w->limbo_old_count);
+    /* the ring starts over at 0 */
+    uint32_t n = w->free_count + w->limbo_old_count + w->limbo_count;
+    for (uint32_t i = 0; i < n; i++)
+      t.released[i] = w->released[((uint64_t)w->released_head + i) % old];
     memcpy(t.backlog, w->backlog, sizeof(uint32_t) * w->backlog_count);
     memcpy(t.assigned, w->assigned, sizeof(uint32_t) * old);
   }
@@ -164,9 +163,8 @@ static int reserve_handle(aoi_world *w)
   w->queued = t.queued;
   w->generation = t.generation;
   w->in_backlog = t.in_backlog;
-  w->free_handles = t.free_handles;
-  w->limbo = t.limbo;
-  w->limbo_old = t.limbo_old;
+  w->released = t.released;
+  w->released_head = 0;
   w->backlog = t.backlog;
   w->assigned = t.assigned;
   w->handle_capacity = cap;
@@ -175,8 +173,12 @@ static int reserve_handle(aoi_world *w)
 
 static uint32_t take_handle(aoi_world *w)
 {
-  if (w->free_count > 0)
-    return w->free_handles[--w->free_count];
+  if (w->free_count > 0) {
+    uint32_t h = w->released[w->released_head];
+    w->released_head = (w->released_head + 1) % w->handle_capacity;
+    w->free_count--;
+    return h;
+  }
   AOI__ASSERT(w->handle_count < w->handle_capacity);
   return w->handle_count++;
 }
@@ -606,14 +608,21 @@ int aoi_remove(aoi_world *w, uint64_t id)
     /* Added since the last tick: no tick, no view, no query has seen it,
        so the add and the remove cancel out and the handle is free now. */
     cancel_record(w, h, shard);
-    w->free_handles[w->free_count++] = h;
+    w->released_head = (uint32_t)(((uint64_t)w->released_head +
+                                   w->handle_capacity - 1) %
+                                  w->handle_capacity);
+    w->released[w->released_head] = h;
+    w->free_count++;
     return 0;
   }
   /* Whatever else the record held is moot now; where it stood at the end of
      the last tick is what its watchers must leave. */
   retarget(w, shard, target_of(w, h, shard), shard);
   record_of(w, h, shard, AOI__RECORD_REMOVE);
-  w->limbo[w->limbo_count++] = h;
+  uint64_t end = (uint64_t)w->released_head + w->free_count +
+                 w->limbo_old_count + w->limbo_count;
+  w->released[end % w->handle_capacity] = h;
+  w->limbo_count++;
   return 0;
 }
 

@@ -289,12 +289,10 @@ int aoi_tick_end(aoi_world *w)
   /* Their ids stay readable for one more tick: the leaves of this one name
      them until they are delivered. */
   if (rc == 0) {
-    for (uint32_t i = 0; i < w->limbo_old_count; i++)
-      w->free_handles[w->free_count++] = w->limbo_old[i];
+    w->free_count += w->limbo_old_count; /* (one ring: see world.h) */
     w->limbo_old_count = 0;
   }
-  for (uint32_t i = 0; i < w->limbo_count; i++)
-    w->limbo_old[w->limbo_old_count++] = w->limbo[i];
+  w->limbo_old_count += w->limbo_count;
   w->limbo_count = 0;
   aoi__segments_assign(w);
   shrink_arrays(w);

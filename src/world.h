@@ -507,13 +507,15 @@ struct aoi_world {
   uint32_t *generation;    /* per handle: the high half of its live
                               entity's aoi_ref; never 0, bumped when the
                               entity is removed (submit.c) */
-  uint32_t *free_handles; /* handle_capacity each, like every per-handle */
-  uint32_t free_count;     /* table: one block, see submit.c */
-  uint32_t *limbo;         /* removed before this tick */
-  uint32_t limbo_count;
-  uint32_t *limbo_old;     /* removed before the last one: free after this
-                              tick, once its leaves were delivered */
-  uint32_t limbo_old_count;
+  /* Released handles, one ring of handle_capacity (no handle is in it
+     twice, so it never fills): from released_head, the free ones
+     (free_count), then those removed before the last tick (limbo_old:
+     free after this tick, once its leaves were delivered), then those
+     removed before this one (limbo). A tick moves both boundaries at once;
+     take_handle and a cancelled add work at the head (submit.c). */
+  uint32_t *released;
+  uint32_t released_head;
+  uint32_t free_count, limbo_old_count, limbo_count;
   aoi__segment *segments;  /* one per worker */
   uint32_t *backlog;       /* per handle: watchers whose outbox holds events */
   uint32_t backlog_count;
