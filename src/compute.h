@@ -163,13 +163,36 @@ void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told);
 static inline uint32_t *aoi__reserve_events(aoi__worker *k, uint32_t events)
 {
   aoi__segment *seg = &k->world->segments[k->index];
-  uint64_t need = (uint64_t)seg->count + AOI__RECORD_HEADER + events;
+  uint64_t need = (uint64_t)seg->count + AOI__RECORD_LONG_HEADER + events;
   if (need > UINT32_MAX / 2 ||
       aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
                          &seg->capacity, (uint32_t)need,
                          sizeof(uint32_t)) != 0)
     return NULL;
   return seg->words + seg->count;
+}
+
+/* Writes the header of the record at rec: one word of numbers when they
+   fit, else the long form, the `stored` events written after the short
+   header moving up to make room for it. Returns the record's words. */
+static inline uint32_t aoi__record_write(uint32_t *rec, uint32_t h,
+                                         uint32_t nl, uint32_t ne, uint32_t nm,
+                                         uint32_t view, uint32_t stored)
+{
+  rec[0] = h;
+  if (nl <= AOI__RECORD_SHORT_MAX && ne <= AOI__RECORD_SHORT_MAX &&
+      nm <= AOI__RECORD_SHORT_MAX) {
+    rec[1] = view | nl | ne << 10 | nm << 20;
+    return AOI__RECORD_HEADER + stored;
+  }
+  if (stored > 0)
+    memmove(rec + AOI__RECORD_LONG_HEADER, rec + AOI__RECORD_HEADER,
+            sizeof(uint32_t) * stored);
+  rec[1] = view | AOI__RECORD_LONG;
+  rec[2] = nl;
+  rec[3] = ne;
+  rec[4] = nm;
+  return AOI__RECORD_LONG_HEADER + stored;
 }
 
 /* Keeps the record just written for the watcher of handle h, if it holds
@@ -181,14 +204,10 @@ static inline void aoi__commit_record(aoi__worker *k, uint32_t h, uint32_t nl,
   if (total == 0)
     return;
   aoi__segment *seg = &k->world->segments[k->index];
-  AOI__ASSERT(seg->count + AOI__RECORD_HEADER + total <= seg->capacity);
+  AOI__ASSERT(seg->count + AOI__RECORD_LONG_HEADER + total <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
-  rec[0] = h;
-  rec[1] = nl;
-  rec[2] = ne;
-  rec[3] = nm;
   k->world->event_at[h] = seg->count + 1;
-  seg->count += AOI__RECORD_HEADER + total;
+  seg->count += aoi__record_write(rec, h, nl, ne, nm, 0, total);
   seg->records++;
   k->events_made += total;
 }
@@ -198,16 +217,12 @@ static inline void aoi__commit_record(aoi__worker *k, uint32_t h, uint32_t nl,
 static inline void aoi__commit_view_record(aoi__worker *k, uint32_t h,
                                            uint32_t ne)
 {
-  AOI__ASSERT(ne > 0 && ne < AOI__RECORD_VIEW);
+  AOI__ASSERT(ne > 0);
   aoi__segment *seg = &k->world->segments[k->index];
-  AOI__ASSERT(seg->count + AOI__RECORD_HEADER <= seg->capacity);
+  AOI__ASSERT(seg->count + AOI__RECORD_LONG_HEADER <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
-  rec[0] = h;
-  rec[1] = 0;
-  rec[2] = ne | AOI__RECORD_VIEW;
-  rec[3] = 0;
   k->world->event_at[h] = seg->count + 1;
-  seg->count += AOI__RECORD_HEADER;
+  seg->count += aoi__record_write(rec, h, 0, ne, 0, AOI__RECORD_VIEW, 0);
   seg->records++;
   k->events_made += ne;
 }

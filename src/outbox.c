@@ -89,14 +89,15 @@ void aoi__segment_free(const aoi_allocator *a, aoi__segment *segment)
 
 static inline uint32_t record_events(const uint32_t *rec)
 {
-  return rec[1] + (rec[2] & ~AOI__RECORD_VIEW) + rec[3];
+  aoi__record_head head = aoi__record_read(rec);
+  return head.nl + head.ne + head.nm;
 }
 
 /* The words a record takes in its segment. */
 static inline uint32_t record_words(const uint32_t *rec)
 {
-  return AOI__RECORD_HEADER +
-         ((rec[2] & AOI__RECORD_VIEW) ? 0 : record_events(rec));
+  aoi__record_head head = aoi__record_read(rec);
+  return aoi__record_words(&head);
 }
 
 /* Writes the events of one record, as the public events they stand for. */
@@ -104,12 +105,12 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
                    aoi_event *out)
 {
   const aoi__mark *mark = w->mark;
-  const uint32_t *hs = rec + AOI__RECORD_HEADER;
-  uint32_t nl = rec[1], ne = rec[2], nm = rec[3], i = 0;
-  if (ne & AOI__RECORD_VIEW) { /* enters only: the watcher's view */
+  aoi__record_head head = aoi__record_read(rec);
+  const uint32_t *hs = rec + head.header;
+  uint32_t nl = head.nl, ne = head.ne, nm = head.nm, i = 0;
+  if (head.view) { /* enters only: the watcher's view */
     const aoi__location *at = &w->location[rec[0]];
     const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
-    ne &= ~AOI__RECORD_VIEW;
     AOI__ASSERT(nl == 0 && nm == 0 && view->count == ne);
     hs = view->handles;
   }
@@ -323,9 +324,10 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       __builtin_prefetch(&w->event_at[g]);
       __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->mark[g]);
-      uint32_t words = record_words(after) - AOI__RECORD_HEADER;
+      aoi__record_head head = aoi__record_read(after);
+      uint32_t words = aoi__record_words(&head) - head.header;
       for (uint32_t j = 0; j < words && j < 8; j++)
-        __builtin_prefetch(&w->mark[after[AOI__RECORD_HEADER + j]]);
+        __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
     if (w->event_at[h] == at + 1) {
       int rc = deliver_one(w, seg, h, fn, user);

@@ -105,12 +105,53 @@ typedef struct aoi__outbox {
    next tick begins are expanded into the watchers' outboxes first.
    A watcher whose view was empty (new, or the first tick) has only enters,
    and they are its whole new view, in the same order: its record says so
-   with AOI__RECORD_VIEW in its count of enters and stores no handle, and
-   delivery reads them from the view, which no thread changes between
-   ticks either. A crowd's first tick then costs 16 bytes a watcher here,
-   not 4 a marker it sees. */
-#define AOI__RECORD_HEADER 4u
-#define AOI__RECORD_VIEW 0x80000000u
+   (AOI__RECORD_VIEW) and stores no handle, and delivery reads them from
+   the view, which no thread changes between ticks either. A crowd's first
+   tick then costs 8 bytes a watcher here, not 4 a marker it sees.
+
+   The numbers fit one word when each is below 1024 (AOI__RECORD_HEADER
+   words in all, where a record's events are written); else the word says
+   AOI__RECORD_LONG and three more follow it, and the events move up to
+   make room (AOI__RECORD_LONG_HEADER words). aoi__record_read reads
+   either. */
+#define AOI__RECORD_HEADER 2u
+#define AOI__RECORD_LONG_HEADER 5u
+#define AOI__RECORD_LONG 0x80000000u
+#define AOI__RECORD_VIEW 0x40000000u
+#define AOI__RECORD_SHORT_MAX 1023u
+
+/* What a record's header says. */
+typedef struct aoi__record_head {
+  uint32_t nl, ne, nm;
+  uint32_t header; /* its words: where the events start */
+  bool view;       /* its enters are the watcher's view, not stored */
+} aoi__record_head;
+
+static inline aoi__record_head aoi__record_read(const uint32_t *rec)
+{
+  uint32_t word = rec[1];
+  aoi__record_head head;
+  head.view = (word & AOI__RECORD_VIEW) != 0;
+  if (word & AOI__RECORD_LONG) {
+    head.nl = rec[2];
+    head.ne = rec[3];
+    head.nm = rec[4];
+    head.header = AOI__RECORD_LONG_HEADER;
+  } else {
+    head.nl = word & AOI__RECORD_SHORT_MAX;
+    head.ne = word >> 10 & AOI__RECORD_SHORT_MAX;
+    head.nm = word >> 20 & AOI__RECORD_SHORT_MAX;
+    head.header = AOI__RECORD_HEADER;
+  }
+  return head;
+}
+
+/* The words a record takes in its segment. */
+static inline uint32_t aoi__record_words(const aoi__record_head *head)
+{
+  return head->header + (head->view ? 0 : head->nl + head->ne + head->nm);
+}
+
 typedef struct aoi__segment {
   uint32_t *words;
   uint32_t count, capacity;

@@ -7,6 +7,9 @@
  * delivery, ticks nobody delivers (the events wait in the outboxes), and
  * watchers removed with events undelivered. Labelled `threaded`, so the
  * ThreadSanitizer build runs it: the delivery threads share the world.
+ * Also: a watcher with more than 1023 events of one kind in a tick (its
+ * record takes the long header) gets each of them, delivered or drained
+ * from its outbox after a tick nobody delivered.
  *
  * Only the main thread calls cmocka's asserts; delivery threads record.
  */
@@ -257,6 +260,116 @@ static void test_many_threads(void **state)
   test_parallel_equals_drain(4, 16, 5);
 }
 
+/* What watcher 0 got: its events, by kind, each marker once. */
+#define CROWD 1500u
+typedef struct tally {
+  unsigned kinds[4];
+  unsigned seen[CROWD + 1];
+  bool other; /* an event for another watcher, or a stray id */
+} tally;
+
+static void count_events(tally *t, const aoi_event *events, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    const aoi_event *e = &events[i];
+    if (e->id == 0 || e->id > CROWD || e->kind > 3) {
+      t->other = true;
+      continue;
+    }
+    t->kinds[e->kind]++;
+    t->seen[e->id]++;
+  }
+}
+
+static void take_tally(void *user, uint64_t watcher, const aoi_event *events,
+                       size_t count)
+{
+  tally *t = user;
+  if (watcher != 0) {
+    t->other = true;
+    return;
+  }
+  count_events(t, events, count);
+}
+
+/* Every segment delivered from this thread, then the tally checked: `n`
+   events of `kind` for markers first .. last, each once. */
+static void expect_delivered(aoi_world *w, unsigned kind, unsigned first,
+                             unsigned last)
+{
+  tally *t = calloc(1, sizeof(tally));
+  assert_non_null(t);
+  for (unsigned g = 0; g < aoi_delivery_segments(w); g++)
+    assert_int_equal(aoi_deliver(w, g, take_tally, t), 0);
+  assert_false(t->other);
+  for (unsigned k = 0; k < 4; k++)
+    assert_int_equal(t->kinds[k], k == kind ? last - first + 1 : 0);
+  for (unsigned id = 1; id <= CROWD; id++)
+    assert_int_equal(t->seen[id], id >= first && id <= last ? 1 : 0);
+  free(t);
+}
+
+static void test_long_records(void **state)
+{
+  (void)state;
+  aoi_config config;
+  aoi_config_default(&config);
+  config.threads = 2;
+  config.shards = 2;
+  config.max_radius = 100;
+  config.min_x = config.min_y = 0;
+  config.max_x = config.max_y = 1000;
+  aoi_world *w;
+  assert_int_equal(aoi_create(&config, &w), 0);
+  assert_int_equal(aoi_add(w, 0, 500, 500, 100, AOI_WATCHER, ALL, ALL), 0);
+  for (unsigned i = 1; i <= CROWD; i++)
+    assert_int_equal(aoi_add(w, i, 480 + (float)(i % 40),
+                             480 + (float)(i / 40), 0, AOI_MARKER, ALL, ALL),
+                     0);
+  /* 1500 enters (the view record), 1500 moves, 1100 leaves */
+  assert_int_equal(aoi_tick(w), 0);
+  expect_delivered(w, AOI_ENTER, 1, CROWD);
+  for (unsigned i = 1; i <= CROWD; i++)
+    assert_int_equal(aoi_move(w, i, 481 + (float)(i % 40),
+                              480 + (float)(i / 40)),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  expect_delivered(w, AOI_MOVE, 1, CROWD);
+  for (unsigned i = 1; i <= 1100; i++)
+    assert_int_equal(aoi_move(w, i, 900, 900), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  expect_delivered(w, AOI_LEAVE, 1, 1100);
+  /* 1100 enters and 400 moves in one record, and 400 moves in the next:
+     the first goes to the outbox undelivered, then both are drained */
+  for (unsigned i = 1; i <= CROWD; i++)
+    assert_int_equal(aoi_move(w, i, 482 + (float)(i % 40),
+                              480 + (float)(i / 40)),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  for (unsigned i = 1101; i <= CROWD; i++)
+    assert_int_equal(aoi_move(w, i, 483 + (float)(i % 40),
+                              480 + (float)(i / 40)),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  const aoi_event *events;
+  size_t count;
+  assert_int_equal(aoi_drain(w, 0, &events, &count), 0);
+  tally *t = calloc(1, sizeof(tally));
+  assert_non_null(t);
+  count_events(t, events, count);
+  assert_false(t->other);
+  assert_int_equal(t->kinds[AOI_ENTER], 1100);
+  assert_int_equal(t->kinds[AOI_MOVE], 800);
+  assert_int_equal(t->kinds[AOI_LEAVE], 0);
+  for (unsigned id = 1; id <= CROWD; id++)
+    assert_int_equal(t->seen[id], id <= 1100 ? 1 : 2);
+  /* the first tick's events come first */
+  for (size_t i = 0; i < count; i++)
+    assert_int_equal(events[i].tick, i < 1500 ? 4 : 5);
+  free(t);
+  aoi_destroy(w);
+}
+
 static void test_arguments(void **state)
 {
   (void)state;
@@ -283,6 +396,7 @@ int main(void)
       cmocka_unit_test(test_arguments),
       cmocka_unit_test(test_one_thread),
       cmocka_unit_test(test_many_threads),
+      cmocka_unit_test(test_long_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
