@@ -185,10 +185,12 @@ AOI_EXPORT void aoi_destroy(aoi_world *world);
  * The operations on one entity between two ticks fold into one queued
  * record that holds the latest position, radius and masks, so the queue
  * holds at most one record per live entity plus one per entity removed
- * since the last tick, however many calls were made: only the first
- * operation on an entity since the last tick may need memory (AOI_ENOMEM),
- * the others never fail for want of it. An entity added and removed before
- * the same tick was never there: nobody sees it.
+ * since the last tick, however many calls were made. Of an entity's
+ * operations since the last tick, only two may need memory (AOI_ENOMEM):
+ * the first, and the first that is neither a move nor a removal (a record
+ * that only moves is kept smaller; the first aoi_set_* takes the room for
+ * the rest); the others never fail for want of it. An entity added and
+ * removed before the same tick was never there: nobody sees it.
  */
 
 /* Adds entity `id` at (x, y). `flags` is AOI_WATCHER, AOI_MARKER or both.
@@ -198,7 +200,11 @@ AOI_EXPORT void aoi_destroy(aoi_world *world);
 AOI_EXPORT int aoi_add(aoi_world *world, uint64_t id, float x, float y,
                        float radius, unsigned flags, uint32_t layers,
                        uint32_t interest);
-/* Sets the position of a live entity (a walk or a teleport alike). */
+/* Sets the position of a live entity (a walk or a teleport alike). Finding
+   the entity by its id costs one read when the id is below a bound that
+   follows the ids the world holds (about twice their number: ids drawn
+   from a counter), and a hash probe, a random cache miss in a large world,
+   for any other id (aoi_move_ref skips either). */
 AOI_EXPORT int aoi_move(aoi_world *world, uint64_t id, float x, float y);
 
 /* One move of aoi_move_many. */
@@ -210,7 +216,8 @@ typedef struct aoi_move_op {
 /* aoi_move of ops[0], ops[1], ... ops[n - 1], in that order, with the same
    checks and effect as n calls, but faster for a host that moves many
    entities by id at once: each id's lookup (a random cache miss in a
-   large world) is fetched while the ones before it are applied. Stops at
+   large world, for an id the world hashes: see aoi_move) is fetched while
+   the ones before it are applied. Stops at
    the first move that fails and returns its error: that move and the ones
    after it changed nothing, the ones before it stand. *done (when not
    NULL) is the number that stand: n after 0, and the failing one's index
@@ -243,10 +250,11 @@ AOI_EXPORT int aoi_remove(aoi_world *world, uint64_t id);
 
 /*
  * References, opt-in: a host that moves its entities every tick can name
- * them by reference instead of by id, which skips the id lookup (a hash
- * probe: a random cache miss in a large world), so that aoi_move_ref costs
- * a few ns where aoi_move costs tens. A host that never takes a reference
- * pays nothing for them.
+ * them by reference instead of by id, which skips the id lookup (for an
+ * id the world hashes, a random cache miss in a large world: see
+ * aoi_move), so that aoi_move_ref costs a few ns where aoi_move by a
+ * hashed id costs tens. A host that never takes a reference pays nothing
+ * for them.
  *
  * A reference is valid while its entity lives: from the aoi_add that made
  * it (before any tick too) until its aoi_remove, an add and a remove before

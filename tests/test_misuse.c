@@ -305,6 +305,84 @@ static void oversubscribed_and_overcut(void **state)
   aoi_destroy(cut);
 }
 
+/* An allocator that refuses every request while `refusing` is set. */
+static _Atomic int refusing;
+static void *r_alloc(void *u, size_t n)
+{
+  (void)u;
+  return refusing ? NULL : malloc(n);
+}
+static void *r_realloc(void *u, void *p, size_t o, size_t n)
+{
+  (void)u;
+  (void)o;
+  return refusing ? NULL : realloc(p, n);
+}
+static void r_free(void *u, void *p, size_t n)
+{
+  (void)u;
+  (void)n;
+  free(p);
+}
+
+/* aoi.h: of an entity's operations between two ticks only the first, and
+   the first that is neither a move nor a removal, may need memory. With
+   the allocator refusing everything, each entity's later operations
+   succeed; the first set_* fails for some (the queue's room for them was
+   given back after the adds), and once retried with memory, the rest
+   succeed without. */
+static void ops_after_the_first_need_no_memory(void **state)
+{
+  (void)state;
+  aoi_allocator refuser = {r_alloc, r_realloc, r_free, NULL};
+  aoi_config config;
+  aoi_config_default(&config);
+  config.threads = 2;
+  config.shards = 3;
+  config.allocator = &refuser;
+  aoi_world *w;
+  refusing = 0;
+  assert_int_equal(aoi_create(&config, &w), 0);
+  enum { N = 600 };
+  for (uint64_t id = 1; id <= N; id++)
+    assert_int_equal(aoi_add(w, id, (float)(id % 50) * 20,
+                             (float)(id / 50) * 20, 30,
+                             AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
+                     0);
+  for (int t = 0; t < 13; t++) /* past a shrink of the queues' room */
+    assert_int_equal(aoi_tick(w), 0);
+  unsigned refused = 0;
+  for (uint64_t id = 1; id <= N; id++) {
+    float x = (float)(id % 50) * 20 + 1, y = (float)(id / 50) * 20;
+    int rc = aoi_move(w, id, x, y);
+    if (rc == AOI_ENOMEM) { /* the first: may need memory */
+      refusing = 0;
+      rc = aoi_move(w, id, x, y);
+    }
+    assert_int_equal(rc, 0);
+    refusing = 1;
+    assert_int_equal(aoi_move(w, id, x + 1, y), 0);
+    rc = aoi_set_radius(w, id, 40);
+    if (rc == AOI_ENOMEM) { /* the first set_*: may need memory */
+      refused++;
+      refusing = 0;
+      rc = aoi_set_radius(w, id, 40);
+      refusing = 1;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(aoi_set_layers(w, id, ~0u, ~0u), 0);
+    assert_int_equal(aoi_set_appeal(w, id, 0), 0);
+    assert_int_equal(aoi_set_cap(w, id, 0), 0);
+    assert_int_equal(aoi_move(w, id, x + 2, y), 0);
+    if (id % 5 == 0)
+      assert_int_equal(aoi_remove(w, id), 0);
+  }
+  assert_true(refused > 0);
+  refusing = 0;
+  assert_int_equal(aoi_tick(w), 0);
+  aoi_destroy(w);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -313,6 +391,7 @@ int main(void)
       cmocka_unit_test(removed_ids),
       cmocka_unit_test(never_drained),
       cmocka_unit_test(oversubscribed_and_overcut),
+      cmocka_unit_test(ops_after_the_first_need_no_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
