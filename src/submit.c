@@ -7,9 +7,11 @@
  * allocation it needs is made first (so a failure changes nothing), then it
  * is recorded in the host's handle table and folded into the entity's
  * record in the queue of the shard that owns it (route()): one record per
- * handle per tick, holding the latest position, radius and masks, so a
- * queue holds at most one record per live entity plus one per entity
- * removed since the last tick, however many calls were made. An add and a
+ * handle per tick, holding the latest position and, in an extra beside it
+ * when there is more than a move, the latest masks and cap (the latest
+ * radius and appeal are the host entry's, read at the tick), so a queue
+ * holds at most one record per live entity plus one per entity removed
+ * since the last tick, however many calls were made. An add and a
  * remove of the same handle between two ticks cancel out, and the handle
  * is free again at once. The host keeps, per record, the bounds the tick
  * reserves for (an arrival in the shard its position names, a slot in a
