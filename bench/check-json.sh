@@ -80,12 +80,20 @@ for line in open(sys.argv[1]):
   fi
 }
 
-if ! "$bench" --json --scenario uniform,churn --entities 1000 --ticks 4 \
-     --threads 1,2 --shards 3 >"$tmp/sweep" 2>"$tmp/err"; then
-  echo "check-json: the sweep failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
+# run_json FILE WHAT ARGS...: aoi-bench --json ARGS into FILE; a failure
+# says WHAT failed, with the bench's stderr.
+run_json() {
+  out=$1 what=$2
+  shift 2
+  if ! "$bench" --json "$@" >"$out" 2>"$tmp/err"; then
+    echo "check-json: $what failed:" >&2
+    cat "$tmp/err" >&2
+    fail=1
+  fi
+}
+
+run_json "$tmp/sweep" "the sweep" --scenario uniform,churn --entities 1000 \
+  --ticks 4 --threads 1,2 --shards 3
 check "$tmp/sweep" 4
 # ran FILE LINES BASELINE ALGOS...: the named algorithms' keys are numbers
 # (and their checksums match) on every line, the others' null, and
@@ -126,13 +134,9 @@ has() {
   [ "$n" -eq 2 ] ||
     { echo "check-json: $3: $1 is not $2 in $n of 2 lines" >&2; fail=1; }
 }
-if ! "$bench" --json --scenario outlier,spectator,mixed-radius,flood \
-     --entities 500 --ticks 3 --threads 1,2 --shards 2 --flood 3 \
-     --outlier-at 1e5,-2e5 --mix 0.02:4 >"$tmp/cliffs" 2>"$tmp/err"; then
-  echo "check-json: the cliff scenarios failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
+run_json "$tmp/cliffs" "the cliff scenarios" --scenario \
+  outlier,spectator,mixed-radius,flood --entities 500 --ticks 3 --threads \
+  1,2 --shards 2 --flood 3 --outlier-at 1e5,-2e5 --mix 0.02:4
 check "$tmp/cliffs" 8
 number='-?[0-9][0-9.eE+-]*'
 for s in outlier spectator mixed-radius flood; do
@@ -153,13 +157,9 @@ has flood 3 flood
 has plain_checksum_match true flood
 has flood null outlier
 
-if ! "$bench" --json --baseline tower,xlist,brute --scenario sparse,idle \
-     --entities 400 --ticks 2 --threads 1 --tower-side 5 >"$tmp/algos" \
-     2>"$tmp/err"; then
-  echo "check-json: the --baseline run failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
+run_json "$tmp/algos" "the --baseline run" --baseline tower,xlist,brute \
+  --scenario sparse,idle --entities 400 --ticks 2 --threads 1 --tower-side \
+  5
 check "$tmp/algos" 2
 ran "$tmp/algos" 2 '"tower"' tower xlist brute
 n=$(grep -c '"tower_side":5[,}]' "$tmp/algos")
@@ -167,12 +167,8 @@ n=$(grep -c '"tower_side":5[,}]' "$tmp/algos")
 n=$(grep '"scenario":"sparse"' "$tmp/algos" | grep -c '"radius":100[,}]')
 [ "$n" -eq 1 ] || { echo "check-json: sparse's radius is not 10 x 10" >&2; fail=1; }
 
-if ! "$bench" --json --no-baseline --scenario idle --entities 500 --ticks 2 \
-     --threads 1 >"$tmp/alone" 2>"$tmp/err"; then
-  echo "check-json: the --no-baseline run failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
+run_json "$tmp/alone" "the --no-baseline run" --no-baseline --scenario idle \
+  --entities 500 --ticks 2 --threads 1
 check "$tmp/alone" 1
 grep -q '"baseline_tick_ms_median":null' "$tmp/alone" ||
   { echo "check-json: --no-baseline left a baseline figure" >&2; fail=1; }
@@ -193,13 +189,9 @@ checksums() {
 # same_moves KEY: the moves by another path (--KEY) give the same events as
 # by id, one by one, and the JSON says "KEY":true.
 same_moves() {
-  if ! "$bench" --json "--$1" --scenario churn,flood,teleport \
-       --entities 400 --ticks 3 --threads 1,2 --shards 3 --flood 3 \
-       --no-baseline >"$tmp/$1" 2>"$tmp/err"; then
-    echo "check-json: the --$1 run failed:" >&2
-    cat "$tmp/err" >&2
-    fail=1
-  fi
+  run_json "$tmp/$1" "the --$1 run" "--$1" --scenario churn,flood,teleport \
+    --entities 400 --ticks 3 --threads 1,2 --shards 3 --flood 3 \
+    --no-baseline
   check "$tmp/$1" 6
   n=$(grep -c "\"$1\":true" "$tmp/$1")
   [ "$n" -eq 6 ] ||
@@ -215,12 +207,8 @@ same_moves batch
 # Ids spread over 64 bits (hashed by the id map) give other ids, so other
 # checksums, but the same events as the baseline's, which the bench
 # checks itself (it exits 1 when they differ).
-if ! "$bench" --json --sparse-ids --scenario churn,teleport --entities 400 \
-     --ticks 3 --threads 1,2 --shards 3 >"$tmp/sparse" 2>"$tmp/err"; then
-  echo "check-json: the --sparse-ids run failed:" >&2
-  cat "$tmp/err" >&2
-  fail=1
-fi
+run_json "$tmp/sparse" "the --sparse-ids run" --sparse-ids --scenario \
+  churn,teleport --entities 400 --ticks 3 --threads 1,2 --shards 3
 check "$tmp/sparse" 4
 n=$(grep -c '"sparse_ids":true' "$tmp/sparse")
 [ "$n" -eq 4 ] ||

@@ -71,8 +71,7 @@ int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
 {
   if (need <= *cap)
     return 0;
-  uint64_t capacity = (uint64_t)need + need / 2;
-  return grow(a, array, cap, capacity < 8 ? 8 : capacity, elem);
+  return grow(a, array, cap, aoi__roomy(need, 8), elem);
 }
 
 uint32_t aoi__roomy(uint32_t need, uint32_t hint)

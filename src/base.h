@@ -72,9 +72,8 @@ void aoi__free(const aoi_allocator *a, void *ptr, size_t size);
 int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t need, size_t elem);
 /* Like aoi__reserve, but a growth leaves room for half as much again as
-   `need`: for
-   arrays whose need wanders around a level, which then stop growing once
-   the crowd settles. */
+   `need` (aoi__roomy): for arrays whose need wanders around a level,
+   which then stop growing once the crowd settles. */
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
                        uint32_t need, size_t elem);
 /* The capacity a growing view or outbox takes: half as much room again as

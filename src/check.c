@@ -36,11 +36,6 @@ static bool queues_valid(const aoi_world *w)
             (q->extras[r->extra].what & AOI__RECORD_REMOVE))
           return false;
       }
-    }
-    if (extras != q->extra_count)
-      return false;
-    for (uint32_t i = 0; i < q->count; i++) {
-      const aoi__record *r = &q->records[i];
       uint32_t what = aoi__record_what(q, r);
       uint32_t h = r->handle;
       if (h >= w->handle_count || w->queued[h] != i)
@@ -58,6 +53,8 @@ static bool queues_valid(const aoi_world *w)
       if (!(what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
         return false;
     }
+    if (extras != q->extra_count)
+      return false;
   }
   if (total != w->records)
     return false;

@@ -173,6 +173,36 @@ static void place(aoi__idmap *map, const aoi__idmap_slot *slot)
   map->hashed++;
 }
 
+/* Puts the hashed ids into new slots of `capacity`, but those below
+   `below`, which go to `direct`. AOI_ENOMEM changes nothing. */
+static int rehash(const aoi_allocator *a, aoi__idmap *map, uint32_t capacity,
+                  uint32_t *direct, uint64_t below)
+{
+#if SIZE_MAX <= UINT32_MAX
+  if (capacity > SIZE_MAX / sizeof(aoi__idmap_slot))
+    return AOI_ENOMEM;
+#endif
+  aoi__idmap_slot *from = map->slots;
+  uint32_t old = map->capacity;
+  aoi__idmap_slot *slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * capacity);
+  if (slots == NULL)
+    return AOI_ENOMEM;
+  memset(slots, 0xff, sizeof(aoi__idmap_slot) * capacity);
+  map->slots = slots;
+  map->capacity = capacity;
+  map->hashed = 0;
+  for (uint32_t i = 0; i < old; i++) {
+    if (from[i].handle == AOI__NONE)
+      continue;
+    if (from[i].id < below)
+      direct[from[i].id] = from[i].handle;
+    else
+      place(map, &from[i]);
+  }
+  aoi__free(a, from, sizeof(aoi__idmap_slot) * old);
+  return 0;
+}
+
 /* Makes room for one more hashed id. */
 static int reserve_hashed(const aoi_allocator *a, aoi__idmap *map)
 {
@@ -181,23 +211,7 @@ static int reserve_hashed(const aoi_allocator *a, aoi__idmap *map)
   uint32_t capacity = map->capacity ? map->capacity * 2 : 64;
   if (capacity == 0 || capacity > (1u << 31))
     return AOI_ENOMEM;
-#if SIZE_MAX <= UINT32_MAX
-  if (capacity > SIZE_MAX / sizeof(aoi__idmap_slot))
-    return AOI_ENOMEM;
-#endif
-  aoi__idmap bigger = *map;
-  bigger.slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * capacity);
-  if (bigger.slots == NULL)
-    return AOI_ENOMEM;
-  bigger.capacity = capacity;
-  bigger.hashed = 0;
-  memset(bigger.slots, 0xff, sizeof(aoi__idmap_slot) * capacity);
-  for (uint32_t i = 0; i < map->capacity; i++)
-    if (map->slots[i].handle != AOI__NONE)
-      place(&bigger, &map->slots[i]);
-  aoi__free(a, map->slots, sizeof(aoi__idmap_slot) * map->capacity);
-  *map = bigger;
-  return 0;
+  return rehash(a, map, capacity, NULL, 0);
 }
 
 /* Grows `direct` to take `id`, if the bound allows it: 0 when it did, 1
@@ -213,38 +227,19 @@ static int grow_direct(const aoi_allocator *a, aoi__idmap *map, uint64_t id)
   if (capacity > limit || capacity > (1u << 31))
     return 1;
   uint32_t old = map->direct_capacity;
-  /* hashed ids that come below the bound move into direct */
-  uint32_t moving = 0;
-  for (uint32_t i = 0; map->hashed > 0 && i < map->capacity; i++)
-    moving += map->slots[i].handle != AOI__NONE &&
-              map->slots[i].id < capacity;
   uint32_t *direct = aoi__alloc(a, sizeof(uint32_t) * (size_t)capacity);
   if (direct == NULL)
     return 1;
-  aoi__idmap_slot *slots = NULL;
-  if (moving > 0 &&
-      (slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * map->capacity)) ==
-          NULL) {
-    aoi__free(a, direct, sizeof(uint32_t) * (size_t)capacity);
-    return 1;
-  }
   if (old > 0)
     memcpy(direct, map->direct, sizeof(uint32_t) * old);
   memset(direct + old, 0xff, sizeof(uint32_t) * ((size_t)capacity - old));
-  if (moving > 0) {
-    aoi__idmap_slot *from = map->slots;
-    memset(slots, 0xff, sizeof(aoi__idmap_slot) * map->capacity);
-    map->slots = slots;
-    map->hashed = 0;
-    for (uint32_t i = 0; i < map->capacity; i++) {
-      if (from[i].handle == AOI__NONE)
-        continue;
-      if (from[i].id < capacity)
-        direct[from[i].id] = from[i].handle;
-      else
-        place(map, &from[i]);
-    }
-    aoi__free(a, from, sizeof(aoi__idmap_slot) * map->capacity);
+  /* hashed ids that come below the bound move into direct */
+  bool moving = false;
+  for (uint32_t i = 0; map->hashed > 0 && i < map->capacity && !moving; i++)
+    moving = map->slots[i].handle != AOI__NONE && map->slots[i].id < capacity;
+  if (moving && rehash(a, map, map->capacity, direct, capacity) != 0) {
+    aoi__free(a, direct, sizeof(uint32_t) * (size_t)capacity);
+    return 1;
   }
   aoi__free(a, map->direct, sizeof(uint32_t) * old);
   map->direct = direct;

@@ -110,6 +110,14 @@ void aoi__host_free(aoi_world *w)
 
 /* ---- handles ------------------------------------------------------------ */
 
+/* The index of place i of the released ring (world.h), counted from its
+   head; -1 is the place before the head. */
+static uint32_t released_at(const aoi_world *w, int64_t i)
+{
+  int64_t cap = w->handle_capacity;
+  return (uint32_t)(((int64_t)w->released_head + i + cap) % cap);
+}
+
 /* Makes sure one more handle can be taken. */
 static int reserve_handle(aoi_world *w)
 {
@@ -141,7 +149,7 @@ static int reserve_handle(aoi_world *w)
     /* the ring starts over at 0 */
     uint32_t n = w->free_count + w->limbo_old_count + w->limbo_count;
     for (uint32_t i = 0; i < n; i++)
-      t.released[i] = w->released[((uint64_t)w->released_head + i) % old];
+      t.released[i] = w->released[released_at(w, i)];
     memcpy(t.backlog, w->backlog, sizeof(uint32_t) * w->backlog_count);
     memcpy(t.assigned, w->assigned, sizeof(uint32_t) * old);
   }
@@ -177,7 +185,7 @@ static uint32_t take_handle(aoi_world *w)
 {
   if (w->free_count > 0) {
     uint32_t h = w->released[w->released_head];
-    w->released_head = (w->released_head + 1) % w->handle_capacity;
+    w->released_head = released_at(w, 1);
     w->free_count--;
     return h;
   }
@@ -196,14 +204,14 @@ static unsigned route(const aoi_world *w, uint32_t h)
   return w->location[h].shard;
 }
 
-/* Makes sure handle h has a record in the queue of `shard`, or room for
-   one, and with `extra` room for the extra of a record that does more than
-   move (a failure may leave more room, and changes nothing else). */
-static int reserve_record(aoi_world *w, uint32_t h, unsigned shard,
+/* Makes sure the queue of `shard` has room for a record, unless the
+   entity has one there already (`at`, its index, else AOI__NONE), and with
+   `extra` room for the extra of a record that does more than move (a
+   failure may leave more room, and changes nothing else). */
+static int reserve_record(aoi_world *w, unsigned shard, uint32_t at,
                           bool extra)
 {
   aoi__queue *q = &w->shards[shard].queue;
-  uint32_t at = w->queued[h];
   int rc;
   if (at == AOI__NONE && q->count == q->capacity &&
       (rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
@@ -362,12 +370,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
       (rc = reserve_handle(w)) != 0)
     return rc;
   /* The handle it will take is free, so it has no record: make room. */
-  aoi__queue *q = &w->shards[shard].queue;
-  if ((rc = aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
-                         q->count + 1, sizeof(aoi__record))) != 0 ||
-      (rc = aoi__reserve(&w->allocator, (void **)&q->extras,
-                         &q->extra_capacity, q->extra_count + 1,
-                         sizeof(aoi__record_extra))) != 0)
+  if ((rc = reserve_record(w, shard, AOI__NONE, true)) != 0)
     return rc;
   uint32_t h = take_handle(w);
   aoi__host_entity *e = &w->host[h];
@@ -417,7 +420,7 @@ static int prepare_op(aoi_world *w, uint32_t h, int invalid, bool extra,
   if (invalid != 0)
     return invalid;
   *shard = route(w, h);
-  return reserve_record(w, h, *shard, extra);
+  return reserve_record(w, *shard, w->queued[h], extra);
 }
 
 /* The prologue of an operation on a live entity: the checks in their
@@ -610,9 +613,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
     /* Added since the last tick: no tick, no view, no query has seen it,
        so the add and the remove cancel out and the handle is free now. */
     cancel_record(w, h, shard);
-    w->released_head = (uint32_t)(((uint64_t)w->released_head +
-                                   w->handle_capacity - 1) %
-                                  w->handle_capacity);
+    w->released_head = released_at(w, -1);
     w->released[w->released_head] = h;
     w->free_count++;
     return 0;
@@ -621,9 +622,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
      the last tick is what its watchers must leave. */
   retarget(w, shard, target_of(w, h, shard), shard);
   record_of(w, h, shard, AOI__RECORD_REMOVE);
-  uint64_t end = (uint64_t)w->released_head + w->free_count +
-                 w->limbo_old_count + w->limbo_count;
-  w->released[end % w->handle_capacity] = h;
+  w->released[released_at(w, (int64_t)w->free_count + w->limbo_old_count +
+                                  w->limbo_count)] = h;
   w->limbo_count++;
   return 0;
 }

@@ -201,7 +201,7 @@ typedef struct aoi__pending {
    AOI__RECORD_JUST_REMOVE, or else where the rest is (aoi__record_extra,
    in the same queue). A record's target, the shard its position names, is
    not kept: the layout does not change between ticks, so the host names
-   it again when it needs it (aoi__record_target in submit.c). */
+   it again when it needs it (aoi__record_target, internal.h). */
 typedef struct aoi__record {
   uint32_t handle;
   uint32_t extra; /* AOI__RECORD_JUST_*, or an index into the extras */
