@@ -131,13 +131,12 @@ void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map)
   map->count = map->hashed = 0;
 }
 
-/* The slot that holds `id`, or AOI__NONE. */
-static uint32_t find(const aoi__idmap *map, uint64_t id)
+/* The slot that holds `id`, or AOI__NONE, looking from slot `i` on (its
+   home slot). */
+static uint32_t find_from(const aoi__idmap *map, uint64_t id, uint32_t i)
 {
-  if (map->capacity == 0)
-    return AOI__NONE;
   uint32_t mask = map->capacity - 1;
-  for (uint32_t i = (uint32_t)hash(map, id) & mask;; i = (i + 1) & mask) {
+  for (;; i = (i + 1) & mask) {
     const aoi__idmap_slot *s = &map->slots[i];
     if (s->handle == AOI__NONE)
       return AOI__NONE;
@@ -146,13 +145,36 @@ static uint32_t find(const aoi__idmap *map, uint64_t id)
   }
 }
 
-void aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id)
+/* The slot that holds `id`, or AOI__NONE. */
+static uint32_t find(const aoi__idmap *map, uint64_t id)
+{
+  if (map->capacity == 0)
+    return AOI__NONE;
+  return find_from(map, id, (uint32_t)hash(map, id) & (map->capacity - 1));
+}
+
+uint32_t aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id)
+{
+  if (id < map->direct_capacity) {
+    __builtin_prefetch(&map->direct[id]);
+    return AOI__NONE;
+  }
+  if (map->capacity == 0)
+    return AOI__NONE;
+  uint32_t home = (uint32_t)hash(map, id) & (map->capacity - 1);
+  __builtin_prefetch(&map->slots[home]);
+  return home;
+}
+
+uint32_t aoi__idmap_get_from(const aoi__idmap *map, uint64_t id,
+                             uint32_t home)
 {
   if (id < map->direct_capacity)
-    __builtin_prefetch(&map->direct[id]);
-  else if (map->capacity > 0)
-    __builtin_prefetch(&map->slots[(uint32_t)hash(map, id) &
-                                   (map->capacity - 1)]);
+    return map->direct[id];
+  if (home == AOI__NONE)
+    return AOI__NONE; /* the map held no hashed slot */
+  uint32_t i = find_from(map, id, home);
+  return i == AOI__NONE ? AOI__NONE : map->slots[i].handle;
 }
 
 uint32_t aoi__idmap_get_hashed(const aoi__idmap *map, uint64_t id)

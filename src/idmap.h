@@ -44,8 +44,12 @@ static inline uint32_t aoi__idmap_get(const aoi__idmap *map, uint64_t id)
   return id < map->direct_capacity ? map->direct[id]
                                    : aoi__idmap_get_hashed(map, id);
 }
-/* Fetches ahead the slot where a lookup of `id` starts. */
-void aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id);
+/* Fetches ahead the slot where a lookup of `id` starts, and returns where
+   that is: a hint for aoi__idmap_get_from, valid until the map changes. */
+uint32_t aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id);
+/* aoi__idmap_get, from the hint aoi__idmap_prefetch gave for `id`. */
+uint32_t aoi__idmap_get_from(const aoi__idmap *map, uint64_t id,
+                             uint32_t home);
 /* Makes room for `id`, which the map does not hold; call before
    aoi__idmap_put of that id. On failure returns AOI_ENOMEM and changes
    nothing. */

@@ -482,17 +482,18 @@ int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
     return AOI_EINVAL;
   if (w->in_flight)
     return AOI_EBUSY;
-  /* The id lookups are scattered: each is fetched this far ahead. */
-  enum { AHEAD = 16 };
+  /* The id lookups are scattered: each is fetched this far ahead, and
+     where it starts is kept (moves leave the id map as it is). */
+  enum { AHEAD = 32 };
+  uint32_t home[AHEAD];
   for (size_t i = 0; i < n && i < AHEAD; i++)
-    aoi__idmap_prefetch(&w->ids, ops[i].id);
+    home[i] = aoi__idmap_prefetch(&w->ids, ops[i].id);
   for (size_t i = 0; i < n; i++) {
+    uint32_t h = aoi__idmap_get_from(&w->ids, ops[i].id, home[i % AHEAD]);
     if (i + AHEAD < n)
-      aoi__idmap_prefetch(&w->ids, ops[i + AHEAD].id);
-    uint32_t h;
-    int rc = find_handle(w, ops[i].id, &h);
-    if (rc == 0)
-      rc = move_handle(w, h, ops[i].x, ops[i].y);
+      home[i % AHEAD] = aoi__idmap_prefetch(&w->ids, ops[i + AHEAD].id);
+    int rc = h == AOI__NONE ? AOI_ENOENT
+                            : move_handle(w, h, ops[i].x, ops[i].y);
     if (rc != 0) {
       if (done != NULL)
         *done = i;

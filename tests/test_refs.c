@@ -648,20 +648,30 @@ static void test_move_many_errors(void **state)
 /* A batch is the calls it stands for: against a world that made them one
    by one (and, where the batch fails, only those before the failing one),
    the same events and views, on every layout; batches longer than the
-   lookahead, an id moved twice in one batch, moves across shards. */
+   lookahead, an id moved twice in one batch, moves across shards; ids
+   from a counter (looked up directly) and ids spread over 64 bits
+   (hashed). */
+static uint64_t batch_id(uint64_t n, bool spread)
+{
+  return spread ? n * 0x9e3779b97f4a7c15ull : n;
+}
+
 static void test_move_many_is_move(void **state)
 {
   (void)state;
   enum { N = 300, TICKS = 6 };
   static aoi_move_op ops[2 * N];
-  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+  for (size_t run = 0; run < 2 * COUNT_OF(layouts); run++) {
+    size_t l = run / 2;
+    bool spread = run % 2 == 1;
     aoi_world *many = world_for(layouts[l]), *one = world_for(layouts[l]);
     records got = {0}, want = {0};
     for (uint64_t id = 1; id <= N; id++) {
       float x = (float)(id * 37 % 100), y = (float)(id * 61 % 100);
       unsigned flags = id % 3 == 0 ? AOI_MARKER : WM;
-      assert_int_equal(aoi_add(many, id, x, y, 8, flags, ALL, ALL), 0);
-      assert_int_equal(aoi_add(one, id, x, y, 8, flags, ALL, ALL), 0);
+      uint64_t named = batch_id(id, spread);
+      assert_int_equal(aoi_add(many, named, x, y, 8, flags, ALL, ALL), 0);
+      assert_int_equal(aoi_add(one, named, x, y, 8, flags, ALL, ALL), 0);
     }
     for (int t = 0; t < TICKS; t++) {
       size_t n = 0;
@@ -670,14 +680,14 @@ static void test_move_many_is_move(void **state)
           continue; /* some stand */
         float x = (float)((id * 13 + (uint64_t)t * 7) % 100);
         float y = (float)((id * 29 + (uint64_t)t * 3) % 100);
-        ops[n++] = (aoi_move_op){id, x, y};
+        ops[n++] = (aoi_move_op){batch_id(id, spread), x, y};
         if (id % 17 == 0) /* moved again, as a teleport then its step */
-          ops[n++] = (aoi_move_op){id, y, x};
+          ops[n++] = (aoi_move_op){batch_id(id, spread), y, x};
       }
       size_t fail_at = n;
       if (t == 3) { /* a batch that fails midway */
         fail_at = n / 2;
-        ops[fail_at].id = N + 1;
+        ops[fail_at].id = batch_id(N + 1, spread);
       }
       size_t done = 0;
       int rc = aoi_move_many(many, ops, n, &done);
@@ -694,15 +704,16 @@ static void test_move_many_is_move(void **state)
       assert_true(want.count > 0);
       if (got.count != want.count ||
           memcmp(got.items, want.items, sizeof(record) * got.count) != 0)
-        fail_msg("threads %u shards %u, tick %d: moving in batches gave"
-                 " other events than moving one by one",
-                 layouts[l].threads, layouts[l].shards, t + 1);
+        fail_msg("threads %u shards %u, %s ids, tick %d: moving in batches"
+                 " gave other events than moving one by one",
+                 layouts[l].threads, layouts[l].shards,
+                 spread ? "spread" : "counter", t + 1);
     }
     for (uint64_t id = 1; id <= N; id += 7) {
       uint64_t a[MAX_IDS], b[MAX_IDS];
       size_t na = 0, nb = 0;
-      int ra = aoi_view(many, id, a, MAX_IDS, &na);
-      int rb = aoi_view(one, id, b, MAX_IDS, &nb);
+      int ra = aoi_view(many, batch_id(id, spread), a, MAX_IDS, &na);
+      int rb = aoi_view(one, batch_id(id, spread), b, MAX_IDS, &nb);
       assert_int_equal(ra, rb);
       assert_int_equal(na, nb);
       if (ra == 0)
