@@ -722,8 +722,11 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   }
   const uint32_t *start = k->push_start;
   for (uint32_t q = 0; q < nq; q++) {
-    /* Entities are scattered: fetch ahead that of one with events. */
-    if (q + 16 < nq && start[q + 17] > start[q + 16]) {
+    /* Entities are scattered: fetch ahead that of one whose view its
+       events change (moves alone read neither). */
+    if (q + 16 < nq && start[q + 17] > start[q + 16] &&
+        aoi__push_reads_view(k->pushed + start[q + 16],
+                             start[q + 17] - start[q + 16])) {
       const aoi__entity *far = &s->entities[quiet[q + 16].slot];
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);

@@ -285,12 +285,26 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   }
 }
 
-void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
-                        const aoi__push *p, uint32_t n, bool ids)
+/* The kinds among n pushes, one bit each (1 << AOI__PUSH_*). */
+static uint32_t push_kinds(const aoi__push *p, uint32_t n)
 {
   uint32_t kinds = 0;
   for (uint32_t j = 0; j < n; j++)
     kinds |= 1u << (p[j].qk >> AOI__PUSH_KIND_SHIFT);
+  return kinds;
+}
+
+bool aoi__push_reads_view(const aoi__push *p, uint32_t n)
+{
+  return (push_kinds(p, n) & ~(1u << AOI__PUSH_MOVE)) != 0;
+}
+
+void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
+                        const aoi__push *p, uint32_t n, bool ids)
+{
+  uint32_t kinds = push_kinds(p, n);
+  if (!(kinds & (1u << AOI__PUSH_ENTER | 1u << AOI__PUSH_LEAVE)))
+    return; /* moves only: neither entity nor view is read */
   const uint32_t *hs = e->view.handles;
   uint32_t v = e->view.count;
   if (ids) {
@@ -300,9 +314,8 @@ void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
         __builtin_prefetch(&k->world->mark[hs[i]].id);
     return;
   }
-  if (kinds & (1u << AOI__PUSH_ENTER | 1u << AOI__PUSH_LEAVE))
-    for (size_t at = 0; at < sizeof(uint32_t) * v && at < 256; at += 64)
-      __builtin_prefetch((const char *)hs + at);
+  for (size_t at = 0; at < sizeof(uint32_t) * v && at < 256; at += 64)
+    __builtin_prefetch((const char *)hs + at);
 }
 
 int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
