@@ -359,45 +359,60 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   bool complete = true;
   aoi__reach_box(shape, e->x, e->y, outer, box);
   aoi__grid_range(g, box, r);
+  /* The hits of all the rows in one list (a block at a time when they are
+     many), so that one loop takes them: a loop a row would end, and
+     mispredict, once a row. */
   enum { BLOCK = 256 };
   uint32_t hits[BLOCK];
-  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
-    uint32_t begin = aoi__grid_row_begin(g, cy, r[0]);
-    uint32_t end = aoi__grid_row_end(g, cy, r[2]);
-    for (uint32_t at = begin; at < end; at += BLOCK) {
-      uint32_t len = end - at < BLOCK ? end - at : BLOCK;
-      uint32_t found = within_run(shape, g, at, len, e->x, e->y, outer, hits);
-      for (uint32_t f = 0; f < found; f++) {
-        uint32_t i = hits[f];
-        uint32_t h = g->handle[i];
-        if (!(g->info[i] & AOI__ENTRY_MARKER) ||
-            (g->layers[i] & interest) == 0 || h == self)
-          continue;
-        /* one whose appeal reaches further is on the appeal list */
-        if (policy && any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
-            w->appeal[h] > e->radius)
-          continue;
-        if (aoi__is_member(k, h)) {
-          if (policy)
-            meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
-          else {
-            aoi__clear_member(k, h); /* met: kept */
-            met[nmet++] = g->id[i];
-            if (g->info[i] & AOI__ENTRY_MOVED)
-              aoi__set_moved(k, h);
-          }
-          continue;
-        }
-        if (hysteresis &&
-            !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
-          continue;
-        if (!complete || !aoi__reserve_candidate(k, n)) {
-          complete = false;
-          continue;
-        }
-        k->candidates[n++] = (aoi__candidate){g->id[i], h};
+  uint32_t cy = r[1];
+  uint32_t at = aoi__grid_row_begin(g, cy, r[0]);
+  uint32_t end = aoi__grid_row_end(g, cy, r[2]);
+  for (;;) {
+    uint32_t found = 0;
+    for (;;) {
+      if (at == end) {
+        if (++cy > r[3])
+          break;
+        at = aoi__grid_row_begin(g, cy, r[0]);
+        end = aoi__grid_row_end(g, cy, r[2]);
+        continue;
       }
+      if (found == BLOCK)
+        break;
+      uint32_t len = end - at < BLOCK - found ? end - at : BLOCK - found;
+      found += within_run(shape, g, at, len, e->x, e->y, outer, hits + found);
+      at += len;
     }
+    for (uint32_t f = 0; f < found; f++) {
+      uint32_t i = hits[f];
+      uint32_t h = g->handle[i];
+      if (!(g->info[i] & AOI__ENTRY_MARKER) ||
+          (g->layers[i] & interest) == 0 || h == self)
+        continue;
+      /* one whose appeal reaches further is on the appeal list */
+      if (policy && any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
+          w->appeal[h] > e->radius)
+        continue;
+      if (policy) {
+        if (aoi__is_member(k, h)) {
+          meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
+          continue;
+        }
+      } else if (aoi__meet(k, h, (g->info[i] & AOI__ENTRY_MOVED) != 0)) {
+        met[nmet++] = g->id[i]; /* met: kept */
+        continue;
+      }
+      if (hysteresis &&
+          !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
+        continue;
+      if (!complete || !aoi__reserve_candidate(k, n)) {
+        complete = false;
+        continue;
+      }
+      k->candidates[n++] = (aoi__candidate){g->id[i], h};
+    }
+    if (cy > r[3])
+      break;
   }
   for (uint32_t j = 0; policy && j < nappeals; j++) {
     uint32_t i = appeals[j], h = g->handle[i];

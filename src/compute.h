@@ -61,6 +61,21 @@ static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
   return was;
 }
 
+/* A marker the scan met: if the view holds it, its member bit is cleared
+   and its moved bit set when it moved, in one store, and true. */
+static inline bool aoi__meet(aoi__worker *k, uint32_t h, bool moved)
+{
+  uint64_t *word = aoi__bits_word(k, h);
+  unsigned shift = aoi__bits_shift(h);
+  uint64_t bits = *word;
+  if (!((bits >> shift) & AOI__BIT_MEMBER))
+    return false;
+  /* the moved bit is clear: it is set only here, once a view */
+  *word = bits ^ ((uint64_t)(AOI__BIT_MEMBER | (moved ? AOI__BIT_MOVED : 0))
+                  << shift);
+  return true;
+}
+
 /* Both bits of handle h (AOI__BIT_*), cleared. */
 static inline unsigned aoi__take_bits(aoi__worker *k, uint32_t h)
 {
