@@ -132,8 +132,10 @@ void aoi__grid_finish(aoi__grid *grid);
 static inline uint32_t aoi__grid_axis(double v, double origin, double inverse,
                                       uint32_t n)
 {
-  double c = floor((v - origin) * inverse);
-  if (!(c > 0))
+  /* floor, clamped: below 1 (NaN too) the cell is 0, and from 1 on the
+     conversion's truncation is the floor */
+  double c = (v - origin) * inverse;
+  if (!(c >= 1))
     return 0;
   if (c >= (double)(n - 1))
     return n - 1;
