@@ -132,7 +132,7 @@ bool aoi__world_valid(aoi_world *w)
     return false;
   /* Membership bits are scratch for one watcher at a time: all clear. */
   for (unsigned i = 0; i < w->threads; i++)
-    for (uint32_t j = 0; j < w->workers[i].member_words; j++)
+    for (uint32_t j = 0; j < w->workers[i].member_count; j++)
       if (w->workers[i].member[j] != 0)
         return false;
   uint64_t owned = 0;

@@ -146,22 +146,23 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
                               aoi__grid_limit(n), shard_entry, src, box);
 }
 
-/* Two bits per handle, side by side (compute.h), all clear between
+/* Two bits per handle, a byte each (compute.h), all clear between
    watchers: held by the view being computed (member), and, for a held
    marker the scan found, whether it moved. Membership is then one load
-   from a small array. */
+   from an array of a byte a handle. */
 static int reserve_members(aoi__worker *k)
 {
-  uint32_t old = k->member_words;
-  uint32_t need = (k->world->handle_count + 31) / 32;
+  uint32_t old = k->member_count;
+  uint32_t need = k->world->handle_count;
   if (need <= old)
     return 0;
-  uint64_t *bits = aoi__calloc(&k->world->allocator, sizeof(uint64_t) * need);
+  need += need / 8 + 64;
+  uint8_t *bits = aoi__calloc(&k->world->allocator, need);
   if (bits == NULL)
     return AOI_ENOMEM;
-  aoi__free(&k->world->allocator, k->member, sizeof(uint64_t) * old);
+  aoi__free(&k->world->allocator, k->member, old);
   k->member = bits;
-  k->member_words = need;
+  k->member_count = need;
   return 0;
 }
 

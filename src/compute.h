@@ -14,50 +14,45 @@
 
 /* ---- membership bitsets ------------------------------------------------- */
 
-/* Two bits per handle (reserve_members, compute.c), side by side in one
-   word, so that one load answers both and one store clears both: whether
-   the view being computed holds the handle (member), and, for a held
-   marker the scan met, whether it moved. All clear between watchers. */
+/* Two bits per handle, in a byte of their own (reserve_members,
+   compute.c), so that one load answers both and one store sets or clears
+   both, with no word or shift to work out: whether the view being
+   computed holds the handle (member), and, for a held marker the scan
+   met, whether it moved. All clear between watchers. */
 #define AOI__BIT_MEMBER 1u
 #define AOI__BIT_MOVED 2u
 
-static inline uint64_t *aoi__bits_word(const aoi__worker *k, uint32_t h)
+static inline uint8_t *aoi__bits_of(const aoi__worker *k, uint32_t h)
 {
-  AOI__ASSERT(h / 32 < k->member_words);
-  return &k->member[h / 32];
-}
-
-static inline unsigned aoi__bits_shift(uint32_t h)
-{
-  return 2 * (h % 32);
+  AOI__ASSERT(h < k->member_count);
+  return &k->member[h];
 }
 
 static inline bool aoi__is_member(const aoi__worker *k, uint32_t h)
 {
-  return (*aoi__bits_word(k, h) >> aoi__bits_shift(h)) & AOI__BIT_MEMBER;
+  return *aoi__bits_of(k, h) & AOI__BIT_MEMBER;
 }
 
 static inline void aoi__set_member(aoi__worker *k, uint32_t h)
 {
-  *aoi__bits_word(k, h) |= (uint64_t)AOI__BIT_MEMBER << aoi__bits_shift(h);
+  *aoi__bits_of(k, h) |= AOI__BIT_MEMBER;
 }
 
 static inline void aoi__clear_member(aoi__worker *k, uint32_t h)
 {
-  *aoi__bits_word(k, h) &= ~((uint64_t)AOI__BIT_MEMBER << aoi__bits_shift(h));
+  *aoi__bits_of(k, h) &= (uint8_t)~AOI__BIT_MEMBER;
 }
 
 static inline void aoi__set_moved(aoi__worker *k, uint32_t h)
 {
-  *aoi__bits_word(k, h) |= (uint64_t)AOI__BIT_MOVED << aoi__bits_shift(h);
+  *aoi__bits_of(k, h) |= AOI__BIT_MOVED;
 }
 
 static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
 {
-  uint64_t *word = aoi__bits_word(k, h);
-  uint64_t bit = (uint64_t)AOI__BIT_MOVED << aoi__bits_shift(h);
-  bool was = (*word & bit) != 0;
-  *word &= ~bit;
+  uint8_t *bits = aoi__bits_of(k, h);
+  bool was = (*bits & AOI__BIT_MOVED) != 0;
+  *bits &= (uint8_t)~AOI__BIT_MOVED;
   return was;
 }
 
@@ -65,25 +60,21 @@ static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
    and its moved bit set when it moved, in one store, and true. */
 static inline bool aoi__meet(aoi__worker *k, uint32_t h, bool moved)
 {
-  uint64_t *word = aoi__bits_word(k, h);
-  unsigned shift = aoi__bits_shift(h);
-  uint64_t bits = *word;
-  if (!((bits >> shift) & AOI__BIT_MEMBER))
+  uint8_t *bits = aoi__bits_of(k, h);
+  if (!(*bits & AOI__BIT_MEMBER))
     return false;
   /* the moved bit is clear: it is set only here, once a view */
-  *word = bits ^ ((uint64_t)(AOI__BIT_MEMBER | (moved ? AOI__BIT_MOVED : 0))
-                  << shift);
+  *bits = moved ? AOI__BIT_MOVED : 0;
   return true;
 }
 
 /* Both bits of handle h (AOI__BIT_*), cleared. */
 static inline unsigned aoi__take_bits(aoi__worker *k, uint32_t h)
 {
-  uint64_t *word = aoi__bits_word(k, h);
-  unsigned shift = aoi__bits_shift(h);
-  unsigned bits = (unsigned)(*word >> shift) & 3u;
-  *word &= ~((uint64_t)3 << shift);
-  return bits;
+  uint8_t *bits = aoi__bits_of(k, h);
+  unsigned was = *bits;
+  *bits = 0;
+  return was;
 }
 
 /* Clears both bits of every handle of a view. */
@@ -91,7 +82,7 @@ static inline void aoi__clear_view_bits(aoi__worker *k, const uint32_t *hs,
                                         uint32_t v)
 {
   for (uint32_t i = 0; i < v; i++)
-    *aoi__bits_word(k, hs[i]) &= ~((uint64_t)3 << aoi__bits_shift(hs[i]));
+    *aoi__bits_of(k, hs[i]) = 0;
 }
 
 /* ---- enters: the candidates ---------------------------------------------- */

@@ -76,7 +76,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->pushed, sizeof(aoi__push) * k->pushed_capacity);
     aoi__free(a, k->push_start, sizeof(uint32_t) * k->push_start_capacity);
     aoi__free(a, k->pushed_done, sizeof(uint32_t) * k->pushed_done_capacity);
-    aoi__free(a, k->member, sizeof(uint64_t) * k->member_words);
+    aoi__free(a, k->member, k->member_count);
     aoi__free(a, k->picks, sizeof(aoi__pick) * k->pick_capacity);
     aoi__free(a, k->appeal_start, sizeof(uint32_t) * k->appeal_start_capacity);
     aoi__free(a, k->appeal_pairs, sizeof(uint64_t) * k->appeal_pair_capacity);

@@ -451,9 +451,9 @@ typedef struct aoi__worker {
   uint32_t hit_capacity;
   uint64_t *met; /* the ids of the markers a plain scan kept, as met */
   uint32_t met_capacity;
-  uint64_t *member; /* two bits a handle, side by side (see reserve_members
-                       in compute.c); all clear between watchers */
-  uint32_t member_words;
+  uint8_t *member; /* two bits a handle, a byte each (see reserve_members
+                      in compute.c); all clear between watchers */
+  uint32_t member_count;
   /* The policies' scratch. A pick is a marker a watcher could see. */
   struct aoi__pick *picks;
   uint32_t pick_capacity;
