@@ -27,8 +27,8 @@
  *  - compute_marks: a watcher whose shard has no usable grid (it missed a
  *    ghost or could not index) takes its leaves and moves from the marks.
  *
- * Membership is two bitsets over handles (compute.h), all clear between
- * watchers. Events go straight into the worker's delivery segment as one
+ * Membership is two bits over handles, a byte a handle (compute.h), all
+ * clear between watchers. Events go straight into the worker's delivery segment as one
  * record per watcher (compute.h), which this worker owns during the tick.
  */
 #include "compute.h"
@@ -543,7 +543,7 @@ static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
    or move, and each one that the view holds stood within the watcher's
    reach at the end of the last tick, so it is in the grid near the watcher
    as a changed marker or as a departure. The view's handles get their
-   membership bit; each changed one met is marked in the second bitset
+   membership bit; each changed one met is marked in the second bit
    (a move keeps its membership bit, a leave loses it), and one walk of the
    view then writes the leaves and moves in id order. Cost follows change:
    a watcher with nothing changed near it is not computed at all, and one
@@ -738,21 +738,15 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   for (uint32_t q = 0; q < nq; q++) {
     /* Entities are scattered: fetch ahead that of one whose view its
        events change (moves alone read neither). */
-    if (q + 16 < nq && start[q + 17] > start[q + 16] &&
-        aoi__push_reads_view(k->pushed + start[q + 16],
-                             start[q + 17] - start[q + 16])) {
+    if (q + 16 < nq && aoi__push_reads_view(k, q + 16)) {
       const aoi__entity *far = &s->entities[quiet[q + 16].slot];
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);
     }
-    if (q + 10 < nq && start[q + 11] > start[q + 10])
-      aoi__push_prefetch(k, &s->entities[quiet[q + 10].slot],
-                         k->pushed + start[q + 10],
-                         start[q + 11] - start[q + 10], false);
-    if (q + 5 < nq && start[q + 6] > start[q + 5])
-      aoi__push_prefetch(k, &s->entities[quiet[q + 5].slot],
-                         k->pushed + start[q + 5], start[q + 6] - start[q + 5],
-                         true);
+    if (q + 10 < nq && aoi__push_reads_view(k, q + 10))
+      aoi__push_prefetch(k, &s->entities[quiet[q + 10].slot], q + 10, false);
+    if (q + 5 < nq && aoi__push_reads_view(k, q + 5))
+      aoi__push_prefetch(k, &s->entities[quiet[q + 5].slot], q + 5, true);
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)
       continue;

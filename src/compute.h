@@ -123,16 +123,17 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
    AOI_ENOMEM (then nothing changed). */
 int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
                      aoi__push *p, uint32_t n);
-/* Whether any of a quiet watcher's `n` pushes is an enter or a leave: only
-   then does aoi__push_finish read its entity and view (moves alone are
-   written from the pushes). */
-bool aoi__push_reads_view(const aoi__push *p, uint32_t n);
-/* Fetches ahead what aoi__push_finish will read of a quiet watcher whose
-   entity was fetched before, when it reads any (aoi__push_reads_view):
-   with `ids` (a later stage, when the view's handles have come), the ids
-   of its view if something enters it, else its view's handles. */
+/* Whether quiet watcher q's pushes hold an enter or a leave: only then
+   does aoi__push_finish read its entity and view (moves alone are written
+   from the pushes). After aoi__push_collect. */
+bool aoi__push_reads_view(const aoi__worker *k, uint32_t q);
+/* Fetches ahead what aoi__push_finish will read of quiet watcher q (entity
+   e), whose entity was fetched before, when it reads any
+   (aoi__push_reads_view): with `ids` (a later stage, when the view's
+   handles have come), the ids of its view if something enters it, else
+   its view's handles. */
 void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
-                        const aoi__push *p, uint32_t n, bool ids);
+                        uint32_t q, bool ids);
 
 /* ---- views (view.c) ----------------------------------------------------- */
 

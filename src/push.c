@@ -252,7 +252,9 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
       (rc = aoi__reserve(a, (void **)&k->push_start, &k->push_start_capacity,
                          nq + 2, sizeof(uint32_t))) != 0 ||
       (rc = aoi__reserve(a, (void **)&k->pushed, &k->pushed_capacity,
-                         k->push_count + 1, sizeof(aoi__push))) != 0)
+                         k->push_count + 1, sizeof(aoi__push))) != 0 ||
+      (rc = aoi__reserve(a, (void **)&k->push_kinds, &k->push_kinds_capacity,
+                         nq + 1, 1)) != 0)
     return rc;
   /* by quiet watcher: a counting sort */
   uint32_t *start = k->push_start;
@@ -261,9 +263,13 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
     start[(k->pushes[j].qk & AOI__PUSH_Q_MASK) + 2]++;
   for (uint32_t q = 0; q < nq; q++)
     start[q + 2] += start[q + 1];
-  for (uint32_t j = 0; j < k->push_count; j++)
-    k->pushed[start[(k->pushes[j].qk & AOI__PUSH_Q_MASK) + 1]++] =
-        k->pushes[j];
+  uint8_t *kinds = k->push_kinds;
+  memset(kinds, 0, nq);
+  for (uint32_t j = 0; j < k->push_count; j++) {
+    uint32_t qk = k->pushes[j].qk, q = qk & AOI__PUSH_Q_MASK;
+    k->pushed[start[q + 1]++] = k->pushes[j];
+    kinds[q] |= (uint8_t)(1u << (qk >> AOI__PUSH_KIND_SHIFT));
+  }
   return 0;
 }
 
@@ -285,24 +291,15 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   }
 }
 
-/* The kinds among n pushes, one bit each (1 << AOI__PUSH_*). */
-static uint32_t push_kinds(const aoi__push *p, uint32_t n)
+bool aoi__push_reads_view(const aoi__worker *k, uint32_t q)
 {
-  uint32_t kinds = 0;
-  for (uint32_t j = 0; j < n; j++)
-    kinds |= 1u << (p[j].qk >> AOI__PUSH_KIND_SHIFT);
-  return kinds;
-}
-
-bool aoi__push_reads_view(const aoi__push *p, uint32_t n)
-{
-  return (push_kinds(p, n) & ~(1u << AOI__PUSH_MOVE)) != 0;
+  return (k->push_kinds[q] & ~(1u << AOI__PUSH_MOVE)) != 0;
 }
 
 void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
-                        const aoi__push *p, uint32_t n, bool ids)
+                        uint32_t q, bool ids)
 {
-  uint32_t kinds = push_kinds(p, n);
+  uint32_t kinds = k->push_kinds[q];
   if (!(kinds & (1u << AOI__PUSH_ENTER | 1u << AOI__PUSH_LEAVE)))
     return; /* moves only: neither entity nor view is read */
   const uint32_t *hs = e->view.handles;

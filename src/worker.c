@@ -75,6 +75,7 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     aoi__free(a, k->pushes, sizeof(aoi__push) * k->push_capacity);
     aoi__free(a, k->pushed, sizeof(aoi__push) * k->pushed_capacity);
     aoi__free(a, k->push_start, sizeof(uint32_t) * k->push_start_capacity);
+    aoi__free(a, k->push_kinds, k->push_kinds_capacity);
     aoi__free(a, k->pushed_done, sizeof(uint32_t) * k->pushed_done_capacity);
     aoi__free(a, k->member, k->member_count);
     aoi__free(a, k->picks, sizeof(aoi__pick) * k->pick_capacity);

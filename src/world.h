@@ -441,6 +441,8 @@ typedef struct aoi__worker {
   uint32_t push_count, push_capacity, pushed_capacity;
   uint32_t push_limit; /* beyond it, the quiet ones are listed instead */
   uint32_t *push_start, push_start_capacity;
+  uint8_t *push_kinds; /* quiet watcher q's kinds of push, a bit each */
+  uint32_t push_kinds_capacity;
   uint32_t *pushed_done; /* the changes' handles, to clear their bits */
   uint32_t pushed_done_count, pushed_done_capacity;
   /* sizes of the views computed whole, this tick and the last */
