@@ -66,15 +66,15 @@ static bool view_holds(const aoi__worker *k, const aoi__shard *s,
 }
 
 /* The event change c makes for the quiet watcher at grid entry i, if any:
-   appended. With `fresh`, the watcher lies beyond the reach of where the
-   marker stood, so it did not hold it. The watcher is read from the grid,
-   where the entries of a cell lie together. 0 or AOI_ENOMEM. */
-static inline int visit(aoi__worker *k, const aoi__shard *s,
-                        const aoi__grid *g, uint32_t i, const change *c,
-                        bool fresh)
+   appended (k->pushes has room). With `fresh`, the watcher lies beyond the
+   reach of where the marker stood, so it did not hold it. The watcher is
+   read from the grid, where the entries of a cell lie together. 0 or
+   AOI__PUSH_FULL. */
+static inline __attribute__((always_inline)) int
+visit(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+      const aoi__shape *shape, uint32_t i, const change *c, bool fresh)
 {
   const aoi_world *w = k->world;
-  const aoi__shape *shape = &w->shape;
   float x = g->x[i], y = g->y[i];
   uint32_t interest = g->interest[i];
   double inner = g->radius[i], outer = inner + w->config.hysteresis;
@@ -112,20 +112,18 @@ static inline int visit(aoi__worker *k, const aoi__shard *s,
   }
   if (k->push_count >= k->push_limit)
     return AOI__PUSH_FULL;
-  if (aoi__reserve(&k->world->allocator, (void **)&k->pushes,
-                   &k->push_capacity, k->push_count + 1,
-                   sizeof(aoi__push)) != 0)
-    return AOI_ENOMEM;
   k->pushes[k->push_count++] = (aoi__push){
       c->id, g->cell[i] | kind << AOI__PUSH_KIND_SHIFT, c->handle};
   return 0;
 }
 
 /* Visits the quiet watchers in the cells of r[4], except those of
-   `skip` (NULL: none), for change c. */
-static int visit_cells(aoi__worker *k, const aoi__shard *s,
-                       const aoi__grid *g, const uint32_t r[4],
-                       const uint32_t *skip, const change *c, bool fresh)
+   `skip` (NULL: none), for change c. Inline, so that a constant shape
+   leaves no shape to ask at each visit. */
+static inline __attribute__((always_inline)) int
+visit_cells(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+            const aoi__shape *shape, const uint32_t r[4], const uint32_t *skip,
+            const change *c, bool fresh)
 {
   for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
     /* one span of columns, or the two beside the skipped ones */
@@ -143,11 +141,17 @@ static int visit_cells(aoi__worker *k, const aoi__shard *s,
       uint32_t x0 = span[2 * p], x1 = span[2 * p + 1];
       if (x0 > x1)
         continue;
+      uint32_t begin = aoi__grid_row_begin(g, cy, x0);
       uint32_t end = aoi__grid_row_end(g, cy, x1);
-      for (uint32_t i = aoi__grid_row_begin(g, cy, x0); i < end; i++) {
+      /* room for a push an entry of the run, at most */
+      if (aoi__reserve(&k->world->allocator, (void **)&k->pushes,
+                       &k->push_capacity, k->push_count + (end - begin),
+                       sizeof(aoi__push)) != 0)
+        return AOI_ENOMEM;
+      for (uint32_t i = begin; i < end; i++) {
         if (!(g->info[i] & AOI__ENTRY_QUIET) || g->handle[i] == c->handle)
           continue;
-        int rc = visit(k, s, g, i, c, fresh);
+        int rc = visit(k, s, g, shape, i, c, fresh);
         if (rc != 0)
           return rc;
       }
@@ -157,25 +161,36 @@ static int visit_cells(aoi__worker *k, const aoi__shard *s,
 }
 
 /* All the events of change c for the quiet watchers within `reach` (the
-   largest quiet reach) of where its marker stood or is. */
-static int push_change(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
-                       const change *c, double reach)
+   largest quiet reach) of where its marker stood or is, for the world's
+   shape, which is `shape` (a constant where inlined). */
+static inline __attribute__((always_inline)) int
+push_change_as(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+               const aoi__shape *shape, const change *c, double reach)
 {
-  const aoi__shape *shape = &k->world->shape;
   double box[4];
   uint32_t old[4], now[4];
   bool was = c->rule == HELD_BY_DEPARTURE;
   if (was) {
     aoi__reach_box(shape, c->ox, c->oy, reach, box);
     aoi__grid_range(g, box, old);
-    int rc = visit_cells(k, s, g, old, NULL, c, false);
+    int rc = visit_cells(k, s, g, shape, old, NULL, c, false);
     if (rc != 0 || c->new_layers == 0) /* a marker no more: leaves only */
       return rc;
   }
   aoi__reach_box(shape, c->nx, c->ny, reach, box);
   aoi__grid_range(g, box, now);
   /* Beyond the cells around where it stood, no quiet watcher held it. */
-  return visit_cells(k, s, g, now, was ? old : NULL, c, was);
+  return visit_cells(k, s, g, shape, now, was ? old : NULL, c, was);
+}
+
+static int push_change(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+                       const change *c, double reach)
+{
+  static const aoi__shape circle = {.kind = AOI_SHAPE_CIRCLE};
+  const aoi__shape *shape = &k->world->shape;
+  if (shape->kind == AOI_SHAPE_CIRCLE) /* the usual one, folded in */
+    return push_change_as(k, s, g, &circle, c, reach);
+  return push_change_as(k, s, g, shape, c, reach);
 }
 
 static int note_done(aoi__worker *k, uint32_t h)
