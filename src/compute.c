@@ -28,8 +28,9 @@
  *    ghost or could not index) takes its leaves and moves from the marks.
  *
  * Membership is two bits over handles, a byte a handle (compute.h), all
- * clear between watchers. Events go straight into the worker's delivery segment as one
- * record per watcher (compute.h), which this worker owns during the tick.
+ * clear between watchers. Events go straight into the worker's delivery
+ * segment as one record per watcher (compute.h), which this worker owns
+ * during the tick.
  */
 #include "compute.h"
 
