@@ -154,16 +154,12 @@ static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
 static int reserve_members(aoi__worker *k)
 {
   uint32_t old = k->member_count;
-  uint32_t need = k->world->handle_count;
-  if (need <= old)
-    return 0;
-  need += need / 8 + 64;
-  uint8_t *bits = aoi__calloc(&k->world->allocator, need);
-  if (bits == NULL)
+  if (aoi__reserve(&k->world->allocator, (void **)&k->member,
+                   &k->member_count, k->world->handle_count, 1) != 0)
     return AOI_ENOMEM;
-  aoi__free(&k->world->allocator, k->member, old);
-  k->member = bits;
-  k->member_count = need;
+  /* what was there is all clear; the new room is made so */
+  if (k->member_count > old)
+    memset(k->member + old, 0, k->member_count - old);
   return 0;
 }
 
@@ -744,9 +740,9 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);
     }
-    if (q + 10 < nq && aoi__push_reads_view(k, q + 10))
+    if (q + 10 < nq)
       aoi__push_prefetch(k, &s->entities[quiet[q + 10].slot], q + 10, false);
-    if (q + 5 < nq && aoi__push_reads_view(k, q + 5))
+    if (q + 5 < nq)
       aoi__push_prefetch(k, &s->entities[quiet[q + 5].slot], q + 5, true);
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)

@@ -63,7 +63,8 @@ static inline bool aoi__meet(aoi__worker *k, uint32_t h, bool moved)
   uint8_t *bits = aoi__bits_of(k, h);
   if (!(*bits & AOI__BIT_MEMBER))
     return false;
-  /* the moved bit is clear: it is set only here, once a view */
+  /* the moved bit is clear: a held handle is met once a scan, and its
+     moved bit is set only when it is met */
   *bits = moved ? AOI__BIT_MOVED : 0;
   return true;
 }
@@ -128,8 +129,8 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
    from the pushes). After aoi__push_collect. */
 bool aoi__push_reads_view(const aoi__worker *k, uint32_t q);
 /* Fetches ahead what aoi__push_finish will read of quiet watcher q (entity
-   e), whose entity was fetched before, when it reads any
-   (aoi__push_reads_view): with `ids` (a later stage, when the view's
+   e), whose entity was fetched before, if it reads any (else it returns at
+   once, without touching e): with `ids` (a later stage, when the view's
    handles have come), the ids of its view if something enters it, else
    its view's handles. */
 void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
