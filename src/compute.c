@@ -61,7 +61,9 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     it->y = e->y;
     it->id = e->id;
     it->handle = e->handle;
-    it->layers = e->layers;
+    /* no layers for one that is no marker: a layer test then says both
+       (meet_hits) */
+    it->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
     it->slot = i;
     it->radius = e->radius;
     it->interest = (e->flags & AOI_WATCHER) ? e->interest : 0;
@@ -163,8 +165,22 @@ static int reserve_members(aoi__worker *k)
   return 0;
 }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* For each set of lanes (a 4-bit mask), the places of its set lanes, in
+   order, first. */
+static const uint32_t COMPRESS[16][4] __attribute__((aligned(16))) = {
+    {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0},
+    {2, 0, 0, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}, {0, 1, 2, 0},
+    {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
+    {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+/* and how many they are (a table: baseline x86-64 has no popcnt) */
+static const uint8_t PASSED[16] = {0, 1, 1, 2, 1, 2, 2, 3,
+                                   1, 2, 2, 3, 2, 3, 3, 4};
+#endif
+
 /* The entries of [begin, begin + n) within `reach` of (ax, ay), written to
-   hits[]: their count. Branch-free for circles, where about a third of a
+   hits[]: their count. (Four are stored at a time, never past the n-th.) Branch-free for circles, where about a third of a
    cell's entries pass, at random. */
 static inline __attribute__((always_inline)) uint32_t
 within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
@@ -180,6 +196,27 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
     typedef int64_t pair_mask __attribute__((vector_size(16)));
     const pair px = {x, x}, py = {y, y}, pr = {r2, r2};
     uint32_t i = 0;
+#ifdef __SSE2__
+    /* Four at a time: two double lanes each half, and the entries that
+       pass written by a table of their places (COMPRESS) */
+    const __m128i base = _mm_set1_epi32((int)begin);
+    for (; i + 4 <= n; i += 4) {
+      __m128 fx = _mm_loadu_ps(xs + i), fy = _mm_loadu_ps(ys + i);
+      __m128d dx0 = _mm_sub_pd(_mm_cvtps_pd(fx), px);
+      __m128d dx1 = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(fx, fx)), px);
+      __m128d dy0 = _mm_sub_pd(_mm_cvtps_pd(fy), py);
+      __m128d dy1 = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(fy, fy)), py);
+      __m128d d0 = _mm_add_pd(_mm_mul_pd(dx0, dx0), _mm_mul_pd(dy0, dy0));
+      __m128d d1 = _mm_add_pd(_mm_mul_pd(dx1, dx1), _mm_mul_pd(dy1, dy1));
+      unsigned in = (unsigned)_mm_movemask_pd(_mm_cmple_pd(d0, pr)) |
+                    (unsigned)_mm_movemask_pd(_mm_cmple_pd(d1, pr)) << 2;
+      __m128i at = _mm_add_epi32(
+          _mm_add_epi32(base, _mm_set1_epi32((int)i)),
+          _mm_load_si128((const __m128i *)COMPRESS[in]));
+      _mm_storeu_si128((__m128i *)(hits + found), at);
+      found += PASSED[in];
+    }
+#endif
     for (; i + 2 <= n; i += 2) {
       pair dx = (pair){xs[i], xs[i + 1]} - px;
       pair dy = (pair){ys[i], ys[i + 1]} - py;
@@ -200,6 +237,42 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
     if (aoi__within(shape, ax, ay, g->x[i], g->y[i], reach))
       hits[found++] = i;
   return found;
+}
+
+/* The plain path's pass over a block of hits (grid entries within the
+   outer reach): each marker of interest that the view holds is met
+   (aoi__meet: kept, marked moved if it moved) and its id appended at
+   *met; the others of interest are packed to the front of hits[], for the
+   caller to judge as enters (the watcher itself among them). Returns
+   their count. Entries that are no marker have no layers in the grid
+   (shard_entry), so one test says both. A function of its own, with the
+   arrays in registers: in scan_whole's frame they would be reloaded after
+   every byte stored to the membership array, which may alias anything. */
+static __attribute__((noinline)) uint32_t
+meet_hits(const aoi__grid *g, uint8_t *member, uint32_t interest,
+          uint32_t *hits, uint32_t found, uint64_t **met)
+{
+  const uint32_t *const handle = g->handle, *const info = g->info,
+                 *const layers = g->layers;
+  const uint64_t *const id = g->id;
+  uint64_t *out = *met;
+  uint32_t fresh = 0;
+  for (uint32_t f = 0; f < found; f++) {
+    uint32_t i = hits[f];
+    if ((layers[i] & interest) == 0)
+      continue;
+    uint8_t *bits = &member[handle[i]];
+    if (*bits & AOI__BIT_MEMBER) {
+      /* the moved bit is clear: see aoi__meet */
+      *bits = (uint8_t)(info[i] / (AOI__ENTRY_MOVED / AOI__BIT_MOVED) &
+                        AOI__BIT_MOVED);
+      *out++ = id[i];
+      continue;
+    }
+    hits[fresh++] = i;
+  }
+  *met = out;
+  return fresh;
 }
 
 /* ---- the four paths of a watcher ---------------------------------------- */
@@ -381,24 +454,28 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       found += within_run(shape, g, at, len, e->x, e->y, outer, hits + found);
       at += len;
     }
+    if (!policy) { /* held ones met, the rest packed to the front */
+      uint64_t *to = met + nmet;
+      found = meet_hits(g, k->member, interest, hits, found, &to);
+      nmet = (uint32_t)(to - met);
+    }
     for (uint32_t f = 0; f < found; f++) {
       uint32_t i = hits[f];
       uint32_t h = g->handle[i];
-      if (!(g->info[i] & AOI__ENTRY_MARKER) ||
-          (g->layers[i] & interest) == 0 || h == self)
+      if (h == self)
         continue;
-      /* one whose appeal reaches further is on the appeal list */
-      if (policy && any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
-          w->appeal[h] > e->radius)
-        continue;
-      if (policy) {
+      if (policy) { /* (meet_hits has judged these on the plain path) */
+        if (!(g->info[i] & AOI__ENTRY_MARKER) ||
+            (g->layers[i] & interest) == 0)
+          continue;
+        /* one whose appeal reaches further is on the appeal list */
+        if (any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
+            w->appeal[h] > e->radius)
+          continue;
         if (aoi__is_member(k, h)) {
           meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
           continue;
         }
-      } else if (aoi__meet(k, h, (g->info[i] & AOI__ENTRY_MOVED) != 0)) {
-        met[nmet++] = g->id[i]; /* met: kept */
-        continue;
       }
       if (hysteresis &&
           !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
