@@ -416,8 +416,12 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     return AOI_ENOMEM;
   uint64_t *met = k->met;
   uint32_t nmet = 0;
+  /* (from a local: a byte stored there may alias anything, and k->member
+     would be reloaded after each) */
+  uint8_t *const member = k->member;
+  AOI__ASSERT(k->member_count >= k->world->handle_count);
   for (uint32_t i = 0; i < v; i++)
-    aoi__set_member(k, held[i]);
+    member[held[i]] |= AOI__BIT_MEMBER;
   if (bands)
     for (uint32_t i = 0; i < v; i++)
       k->told_at[held[i]] = i;
@@ -456,7 +460,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     if (!policy) { /* held ones met, the rest packed to the front */
       uint64_t *to = met + nmet;
-      found = meet_hits(g, k->member, interest, hits, found, &to);
+      found = meet_hits(g, member, interest, hits, found, &to);
       nmet = (uint32_t)(to - met);
     }
     for (uint32_t f = 0; f < found; f++) {
@@ -557,7 +561,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     uint32_t h = hs[i];
-    unsigned bits = aoi__take_bits(k, h);
+    unsigned bits = member[h];
+    member[h] = 0;
     if (bits & AOI__BIT_MEMBER) { /* not met: it leaves */
       out[nl++] = h;
       continue;
