@@ -559,7 +559,17 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   }
   uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
-  for (uint32_t i = 0; i < v; i++) {
+  if (!policy && nmet == v) { /* every held marker met: none leaves */
+    for (uint32_t i = 0; i < v; i++) {
+      uint32_t h = hs[i];
+      unsigned bits = member[h];
+      member[h] = 0;
+      moves[nm] = h;
+      nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
+    }
+    kept = v;
+  }
+  for (uint32_t i = kept; i < v; i++) {
     uint32_t h = hs[i];
     unsigned bits = member[h];
     member[h] = 0;
