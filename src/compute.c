@@ -420,8 +420,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
      would be reloaded after each) */
   uint8_t *const member = k->member;
   AOI__ASSERT(k->member_count >= k->world->handle_count);
-  for (uint32_t i = 0; i < v; i++)
-    member[held[i]] |= AOI__BIT_MEMBER;
+  for (uint32_t i = 0; i < v; i++) /* (all clear: a store, no load) */
+    member[held[i]] = AOI__BIT_MEMBER;
   if (bands)
     for (uint32_t i = 0; i < v; i++)
       k->told_at[held[i]] = i;
