@@ -240,8 +240,9 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
 }
 
 /* The plain path's pass over a block of hits (grid entries within the
-   outer reach): each marker of interest that the view holds is met
-   (aoi__meet: kept, marked moved if it moved) and its id appended at
+   outer reach): each marker of interest that the view holds is met (its
+   member bit cleared and its moved bit set if it moved, in one store:
+   kept) and its id appended at
    *met; the others of interest are packed to the front of hits[], for the
    caller to judge as enters (the watcher itself among them). Returns
    their count. Entries that are no marker have no layers in the grid
@@ -263,7 +264,8 @@ meet_hits(const aoi__grid *g, uint8_t *member, uint32_t interest,
       continue;
     uint8_t *bits = &member[handle[i]];
     if (*bits & AOI__BIT_MEMBER) {
-      /* the moved bit is clear: see aoi__meet */
+      /* the moved bit is clear: a held handle is met once a scan, and
+         its moved bit is set only when it is met */
       *bits = (uint8_t)(info[i] / (AOI__ENTRY_MOVED / AOI__BIT_MOVED) &
                         AOI__BIT_MOVED);
       *out++ = id[i];

@@ -56,19 +56,6 @@ static inline bool aoi__take_moved(aoi__worker *k, uint32_t h)
   return was;
 }
 
-/* A marker the scan met: if the view holds it, its member bit is cleared
-   and its moved bit set when it moved, in one store, and true. */
-static inline bool aoi__meet(aoi__worker *k, uint32_t h, bool moved)
-{
-  uint8_t *bits = aoi__bits_of(k, h);
-  if (!(*bits & AOI__BIT_MEMBER))
-    return false;
-  /* the moved bit is clear: a held handle is met once a scan, and its
-     moved bit is set only when it is met */
-  *bits = moved ? AOI__BIT_MOVED : 0;
-  return true;
-}
-
 /* Both bits of handle h (AOI__BIT_*), cleared. */
 static inline unsigned aoi__take_bits(aoi__worker *k, uint32_t h)
 {
