@@ -180,8 +180,9 @@ static const uint8_t PASSED[16] = {0, 1, 1, 2, 1, 2, 2, 3,
 #endif
 
 /* The entries of [begin, begin + n) within `reach` of (ax, ay), written to
-   hits[]: their count. (Four are stored at a time, never past the n-th.) Branch-free for circles, where about a third of a
-   cell's entries pass, at random. */
+   hits[]: their count (stored four at a time with SSE2, never past the
+   n-th). Branch-free for circles, where about a third of a cell's entries
+   pass, at random. */
 static inline __attribute__((always_inline)) uint32_t
 within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
            uint32_t n, float ax, float ay, double reach, uint32_t *hits)
@@ -199,7 +200,6 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
 #ifdef __SSE2__
     /* Four at a time: two double lanes each half, and the entries that
        pass written by a table of their places (COMPRESS) */
-    const __m128i base = _mm_set1_epi32((int)begin);
     for (; i + 4 <= n; i += 4) {
       __m128 fx = _mm_loadu_ps(xs + i), fy = _mm_loadu_ps(ys + i);
       __m128d dx0 = _mm_sub_pd(_mm_cvtps_pd(fx), px);
@@ -210,9 +210,8 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
       __m128d d1 = _mm_add_pd(_mm_mul_pd(dx1, dx1), _mm_mul_pd(dy1, dy1));
       unsigned in = (unsigned)_mm_movemask_pd(_mm_cmple_pd(d0, pr)) |
                     (unsigned)_mm_movemask_pd(_mm_cmple_pd(d1, pr)) << 2;
-      __m128i at = _mm_add_epi32(
-          _mm_add_epi32(base, _mm_set1_epi32((int)i)),
-          _mm_load_si128((const __m128i *)COMPRESS[in]));
+      __m128i at = _mm_add_epi32(_mm_set1_epi32((int)(begin + i)),
+                                 _mm_load_si128((const __m128i *)COMPRESS[in]));
       _mm_storeu_si128((__m128i *)(hits + found), at);
       found += PASSED[in];
     }
@@ -242,9 +241,9 @@ within_run(const aoi__shape *shape, const aoi__grid *g, uint32_t begin,
 /* The plain path's pass over a block of hits (grid entries within the
    outer reach): each marker of interest that the view holds is met (its
    member bit cleared and its moved bit set if it moved, in one store:
-   kept) and its id appended at
-   *met; the others of interest are packed to the front of hits[], for the
-   caller to judge as enters (the watcher itself among them). Returns
+   kept) and its id appended at *met; the others of interest are packed to
+   the front of hits[], for the caller to judge as enters (the watcher
+   itself among them). Returns
    their count. Entries that are no marker have no layers in the grid
    (shard_entry), so one test says both. A function of its own, with the
    arrays in registers: in scan_whole's frame they would be reloaded after
@@ -571,6 +570,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     kept = v;
   }
+  /* (the general walk, from kept: nothing left after the one above; an
+     if-else compiles to more mispredicted branches) */
   for (uint32_t i = kept; i < v; i++) {
     uint32_t h = hs[i];
     unsigned bits = member[h];
