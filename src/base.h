@@ -33,6 +33,12 @@
 #define AOI__NONE UINT32_MAX
 #define AOI__MAX_THREADS 256u
 #define AOI__MAX_SHARDS 4096u
+/* A cache line. The structs that threads write side by side in one array
+   (workers, shards, delivery segments) end with a guard of this many
+   bytes, so that no two threads' fields share a line whatever the array's
+   alignment (the host's allocator promises only malloc's): a line written
+   by two cores at once moves between them at every write. */
+#define AOI__LINE 64u
 
 /* ---- debug assertions --------------------------------------------------- */
 

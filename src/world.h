@@ -162,6 +162,7 @@ typedef struct aoi__segment {
   /* The watchers with an outbox backlog and no record, delivered with this
      segment: world->assigned[backlog_from ..][.. backlog_count]. */
   uint32_t backlog_from, backlog_count;
+  char guard[AOI__LINE]; /* (AOI__LINE) */
 } aoi__segment;
 
 /* aoi_pending's answer, built on demand from the segments' records and the
@@ -366,6 +367,7 @@ typedef struct aoi__shard {
   uint32_t arrivals_bound;
   aoi__peak entity_peak; /* host only: entities reserved, per period */
   aoi__peak ghost_peak;  /* host only: ghosts held, per period */
+  char guard[AOI__LINE]; /* (AOI__LINE) */
 } aoi__shard;
 
 /* A batch of messages from one worker to another for one phase. */
@@ -491,6 +493,7 @@ typedef struct aoi__worker {
   uint64_t phase_ns[AOI_PHASE_COUNT];
   uint64_t handoffs, ghosts, events_made;
   uint64_t lagging; /* watchers left with a marker not told where it is */
+  char guard[AOI__LINE]; /* (AOI__LINE) */
 } aoi__worker;
 
 /* The host's record of a handle (its id is in its mark). */
