@@ -211,7 +211,8 @@ static void game_tick(aoi_world *world)
    buffers at once (no id lookup, no sort). The callback runs on the
    delivering thread; it only touches its own watcher's client. */
 typedef struct sender {
-  aoi_world *world;
+  /* each on its own cache line: the threads count at every client */
+  _Alignas(64) aoi_world *world;
   unsigned first, step; /* segments first, first + step, ... */
   size_t events;
   unsigned long long bytes;

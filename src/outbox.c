@@ -289,7 +289,8 @@ static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
     events = o->events;
     n = o->count;
   }
-  o->count = 0;
+  if (o->count != 0) /* (no store when clear: the line may be shared) */
+    o->count = 0;
   if (n > 0)
     fn(user, w->mark[h].id, events, n);
   return 0;
