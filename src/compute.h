@@ -205,7 +205,6 @@ static inline void aoi__commit_record(aoi__worker *k, uint32_t h, uint32_t nl,
   aoi__segment *seg = &k->world->segments[k->index];
   AOI__ASSERT(seg->count + AOI__RECORD_LONG_HEADER + total <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
-  k->world->event_at[h] = seg->count + 1;
   seg->count += aoi__record_write(rec, h, nl, ne, nm, 0, total);
   seg->records++;
   k->events_made += total;
@@ -220,7 +219,6 @@ static inline void aoi__commit_view_record(aoi__worker *k, uint32_t h,
   aoi__segment *seg = &k->world->segments[k->index];
   AOI__ASSERT(seg->count + AOI__RECORD_LONG_HEADER <= seg->capacity);
   uint32_t *rec = seg->words + seg->count;
-  k->world->event_at[h] = seg->count + 1;
   seg->count += aoi__record_write(rec, h, 0, ne, 0, AOI__RECORD_VIEW, 0);
   seg->records++;
   k->events_made += ne;

@@ -94,8 +94,6 @@ int aoi__segments_settle(struct aoi_world *world);
 /* After a tick: lists each backlog watcher without a record in one
    segment. Cannot fail (the lists hold a handle capacity). */
 void aoi__segments_assign(struct aoi_world *world);
-/* Drops the record of watcher h, if any (a removed watcher). */
-void aoi__record_drop(struct aoi_world *world, uint32_t h);
 
 /* ---- worker side -------------------------------------------------------- */
 

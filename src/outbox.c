@@ -109,7 +109,7 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
   const uint32_t *hs = rec + head.header;
   uint32_t nl = head.nl, ne = head.ne, nm = head.nm, i = 0;
   if (head.view) { /* enters only: the watcher's view */
-    const aoi__location *at = &w->location[rec[0]];
+    const aoi__location *at = &w->location[rec[0] & ~AOI__RECORD_TAKEN];
     const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
     AOI__ASSERT(nl == 0 && nm == 0 && view->count == ne);
     hs = view->handles;
@@ -135,6 +135,64 @@ static aoi__segment *segment_of(aoi_world *w, uint32_t h)
   return &w->segments[aoi__worker_of(w, w->location[h].shard)];
 }
 
+/* The watcher of a record, taken or not. */
+static inline uint32_t record_handle(const uint32_t *rec)
+{
+  return rec[0] & ~AOI__RECORD_TAKEN;
+}
+
+/* Whether a record is still to be taken (see aoi__segment). */
+static inline bool record_live(const aoi_world *w, const uint32_t *rec)
+{
+  return !(rec[0] & AOI__RECORD_TAKEN) && !w->gone[rec[0]];
+}
+
+static inline void record_take(aoi__segment *seg, uint32_t *rec)
+{
+  rec[0] |= AOI__RECORD_TAKEN;
+  seg->taken++;
+}
+
+/* Indexes the records of the last tick by handle (world->event_at), once
+   a tick, on the first lookup. Host only. */
+static void index_records(aoi_world *w)
+{
+  if (w->records_indexed)
+    return;
+  for (unsigned i = 0; i < w->threads; i++) {
+    const aoi__segment *seg = &w->segments[i];
+    for (uint32_t at = 0; at < seg->count; at += record_words(seg->words + at))
+      w->event_at[record_handle(seg->words + at)] = at + 1;
+  }
+  w->records_indexed = true;
+}
+
+/* Clears the index, before the segments are reused. */
+static void unindex_records(aoi_world *w)
+{
+  if (!w->records_indexed)
+    return;
+  for (unsigned i = 0; i < w->threads; i++) {
+    const aoi__segment *seg = &w->segments[i];
+    for (uint32_t at = 0; at < seg->count; at += record_words(seg->words + at))
+      w->event_at[record_handle(seg->words + at)] = 0;
+  }
+  w->records_indexed = false;
+}
+
+/* Live watcher h's record of the last tick, if it is still to be taken,
+   else NULL. Host only. */
+static uint32_t *record_of(aoi_world *w, uint32_t h)
+{
+  index_records(w);
+  uint32_t at = w->event_at[h];
+  if (at == 0)
+    return NULL;
+  uint32_t *rec = segment_of(w, h)->words + (at - 1);
+  AOI__ASSERT(record_handle(rec) == h);
+  return record_live(w, rec) ? rec : NULL;
+}
+
 /* Notes h in the backlog list if it is not there. Room: a handle table. */
 static void backlog_note(aoi_world *w, uint32_t h)
 {
@@ -144,39 +202,31 @@ static void backlog_note(aoi_world *w, uint32_t h)
   w->backlog[w->backlog_count++] = h;
 }
 
-/* Appends watcher h's record (in `seg`) to its outbox and drops the
-   record. 0 or AOI_ENOMEM (nothing changed). Touches only h's own state
-   and `seg`, so aoi_deliver may call it for its segment. */
-static int record_append(aoi_world *w, aoi__segment *seg, uint32_t h)
+/* Appends watcher h's live record rec (in `seg`) to its outbox and takes
+   it. 0 or AOI_ENOMEM (nothing changed). Touches only h's own state and
+   `seg`, so aoi_deliver may call it for its segment. */
+static int record_append(aoi_world *w, aoi__segment *seg, uint32_t h,
+                         uint32_t *rec)
 {
-  const uint32_t *rec = seg->words + (w->event_at[h] - 1);
   uint32_t n = record_events(rec);
   aoi_event *room = aoi__outbox_reserve(&w->allocator, &w->outbox[h], n, 0);
   if (room == NULL)
     return AOI_ENOMEM;
   expand(w, rec, (uint32_t)w->tick, room);
   w->outbox[h].count += n;
-  w->event_at[h] = 0;
-  seg->taken++;
+  record_take(seg, rec);
   return 0;
 }
 
 /* Moves watcher h's record into its outbox, which joins the backlog. Host
    only. */
-static int record_to_outbox(aoi_world *w, uint32_t h)
+static int record_to_outbox(aoi_world *w, aoi__segment *seg, uint32_t h,
+                            uint32_t *rec)
 {
-  int rc = record_append(w, segment_of(w, h), h);
+  int rc = record_append(w, seg, h, rec);
   if (rc == 0)
     backlog_note(w, h);
   return rc;
-}
-
-void aoi__record_drop(aoi_world *w, uint32_t h)
-{
-  if (w->event_at[h] != 0) {
-    w->event_at[h] = 0;
-    segment_of(w, h)->taken++;
-  }
 }
 
 int aoi__segments_settle(aoi_world *w)
@@ -184,15 +234,19 @@ int aoi__segments_settle(aoi_world *w)
   AOI__ASSERT(!w->in_flight);
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
-    if (seg->taken < seg->records) {
-      for (uint32_t at = 0; at < seg->count;) {
-        const uint32_t *rec = seg->words + at;
-        uint32_t h = rec[0];
-        if (w->event_at[h] == at + 1 && record_to_outbox(w, h) != 0)
-          return AOI_ENOMEM;
-        at += record_words(rec);
-      }
+    if (seg->taken == seg->records)
+      continue;
+    for (uint32_t at = 0; at < seg->count;) {
+      uint32_t *rec = seg->words + at;
+      if (record_live(w, rec) &&
+          record_to_outbox(w, seg, record_handle(rec), rec) != 0)
+        return AOI_ENOMEM; /* (the index still holds: records stay put) */
+      at += record_words(rec);
     }
+  }
+  unindex_records(w);
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__segment *seg = &w->segments[i];
     seg->count = seg->records = seg->taken = 0;
     seg->backlog_count = 0;
   }
@@ -219,7 +273,7 @@ void aoi__segments_assign(aoi_world *w)
      segment of its worker. */
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->event_at[h] == 0 && w->outbox[h].count > 0)
+    if (w->outbox[h].count > 0 && record_of(w, h) == NULL)
       segment_of(w, h)->backlog_count++;
   }
   uint32_t from = 0;
@@ -230,7 +284,7 @@ void aoi__segments_assign(aoi_world *w)
   }
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->event_at[h] == 0 && w->outbox[h].count > 0) {
+    if (w->outbox[h].count > 0 && record_of(w, h) == NULL) {
       aoi__segment *seg = segment_of(w, h);
       w->assigned[seg->backlog_from + seg->backlog_count++] = h;
     }
@@ -247,8 +301,9 @@ int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
   uint32_t h = aoi__idmap_get(&w->ids, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
-  if (w->event_at[h] != 0) {
-    int rc = record_to_outbox(w, h);
+  uint32_t *rec = record_of(w, h);
+  if (rec != NULL) {
+    int rc = record_to_outbox(w, segment_of(w, h), h, rec);
     if (rc != 0)
       return rc;
   }
@@ -264,27 +319,26 @@ unsigned aoi_delivery_segments(const aoi_world *w)
   return w == NULL ? 0 : w->threads;
 }
 
-/* Hands watcher h's events (backlog first, then its record) to fn. */
+/* Hands watcher h's events (backlog first, then its live record rec, if
+   any) to fn. */
 static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
-                       aoi_deliver_fn fn, void *user)
+                       uint32_t *rec, aoi_deliver_fn fn, void *user)
 {
   aoi__outbox *o = &w->outbox[h];
   const aoi_event *events;
   uint32_t n;
-  if (w->event_at[h] != 0 && o->count == 0) {
+  if (rec != NULL && o->count == 0) {
     /* the usual case: this tick's events only, laid out in the scratch */
-    const uint32_t *rec = seg->words + (w->event_at[h] - 1);
     n = record_events(rec);
     if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
                      &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
       return AOI_ENOMEM;
     expand(w, rec, (uint32_t)w->tick, seg->scratch);
     events = seg->scratch;
-    w->event_at[h] = 0;
-    seg->taken++;
+    record_take(seg, rec);
   } else {
     /* a backlog: this tick's events, if any, go after it */
-    if (w->event_at[h] != 0 && record_append(w, seg, h) != 0)
+    if (rec != NULL && record_append(w, seg, h, rec) != 0)
       return AOI_ENOMEM;
     events = o->events;
     n = o->count;
@@ -305,8 +359,9 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   aoi__segment *seg = &w->segments[segment];
   uint32_t tail = seg->backlog_from + seg->backlog_count;
   while (seg->backlog_count > 0) {
+    /* (one with a record this tick is delivered with it, below) */
     uint32_t h = w->assigned[tail - seg->backlog_count];
-    int rc = deliver_one(w, seg, h, fn, user);
+    int rc = deliver_one(w, seg, h, NULL, fn, user);
     if (rc != 0)
       return rc;
     seg->backlog_count--;
@@ -314,15 +369,15 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   if (seg->taken == seg->records)
     return 0;
   for (uint32_t at = 0; at < seg->count;) {
-    const uint32_t *rec = seg->words + at;
-    uint32_t h = rec[0];
+    uint32_t *rec = seg->words + at;
+    uint32_t h = record_handle(rec);
     uint32_t next = at + record_words(rec);
     if (next < seg->count) {
       /* the next watcher's tables, scattered over the handles, and the
          entities of its first events (expand fetches the rest ahead) */
       const uint32_t *after = seg->words + next;
-      uint32_t g = after[0];
-      __builtin_prefetch(&w->event_at[g]);
+      uint32_t g = record_handle(after);
+      __builtin_prefetch(&w->gone[g]);
       __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->mark[g]);
       aoi__record_head head = aoi__record_read(after);
@@ -330,8 +385,8 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       for (uint32_t j = 0; j < words && j < 8; j++)
         __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
-    if (w->event_at[h] == at + 1) {
-      int rc = deliver_one(w, seg, h, fn, user);
+    if (record_live(w, rec)) {
+      int rc = deliver_one(w, seg, h, rec, fn, user);
       if (rc != 0)
         return rc;
     }
@@ -371,9 +426,9 @@ int aoi__pending_update(aoi_world *w)
       continue;
     for (uint32_t at = 0; at < seg->count;) {
       const uint32_t *rec = seg->words + at;
-      uint32_t h = rec[0];
+      uint32_t h = record_handle(rec);
       /* one with a backlog is listed already */
-      if (w->event_at[h] == at + 1 && w->outbox[h].count == 0)
+      if (record_live(w, rec) && w->outbox[h].count == 0)
         p->entries[n++] = (aoi__pending_entry){w->mark[h].id, h};
       at += record_words(rec);
     }

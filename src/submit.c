@@ -46,7 +46,7 @@ typedef struct handle_tables {
   aoi__outbox *outbox;
   uint32_t *event_at, *queued, *generation, *released,
       *backlog, *assigned;
-  uint8_t *in_backlog;
+  uint8_t *in_backlog, *gone;
 } handle_tables;
 
 static size_t align16(size_t n)
@@ -76,6 +76,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(backlog, uint32_t);
   TABLE(assigned, uint32_t);
   TABLE(in_backlog, uint8_t);
+  TABLE(gone, uint8_t);
 #undef TABLE
   return at;
 }
@@ -128,7 +129,7 @@ static int reserve_handle(aoi_world *w)
   /* A quarter more: each handle costs every table, so they keep little
      slack, and the copies still come once per quarter grown. */
   uint64_t grown = old ? (uint64_t)old + old / 4 : 64;
-  if (grown >= UINT32_MAX)
+  if (grown >= AOI__RECORD_TAKEN) /* (handles stay below it) */
     return AOI_ENOMEM;
   uint32_t cap = (uint32_t)grown;
   char *block = aoi__alloc(a, handle_block(cap, NULL, NULL));
@@ -146,6 +147,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
     memcpy(t.in_backlog, w->in_backlog, old);
+    memcpy(t.gone, w->gone, old);
     /* the ring starts over at 0 */
     uint32_t n = w->free_count + w->limbo_old_count + w->limbo_count;
     for (uint32_t i = 0; i < n; i++)
@@ -163,6 +165,7 @@ static int reserve_handle(aoi_world *w)
   for (uint32_t h = old; h < cap; h++)
     t.generation[h] = 1; /* so that no reference is 0 */
   memset(t.in_backlog + old, 0, cap - old);
+  memset(t.gone + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
   w->location = t.location;
@@ -173,6 +176,7 @@ static int reserve_handle(aoi_world *w)
   w->queued = t.queued;
   w->generation = t.generation;
   w->in_backlog = t.in_backlog;
+  w->gone = t.gone;
   w->released = t.released;
   w->released_head = 0;
   w->backlog = t.backlog;
@@ -381,7 +385,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->shard = shard;
   w->outbox[h].count = 0;
   w->mark[h].id = id;
-  w->event_at[h] = 0;
+  w->gone[h] = 0;
   aoi__idmap_put(&w->ids, id, h);
   w->live++;
   if (flags & AOI_WATCHER) {
@@ -593,6 +597,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
   aoi__host_entity *e = &w->host[h];
   aoi__idmap_del(&w->ids, id);
   e->flags &= ~AOI__LIVE;
+  w->gone[h] = 1; /* its record of the last tick, if any, is dead */
   /* Every reference to it is refused from now on, whoever takes the handle
      next (0 is never a generation). */
   w->generation[h] = w->generation[h] == UINT32_MAX ? 1 : w->generation[h] + 1;
@@ -605,9 +610,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
     if (e->radius == w->radius_high)
       w->radius_high_dirty = true;
     /* A removed watcher's undrained events are dropped now, with their
-       memory: the handle's next owner may need none. */
-    if (e->born <= w->tick)
-      aoi__record_drop(w, h);
+       memory: the handle's next owner may need none. (Its record of the
+       last tick, if any, is dead with its handle: see aoi__segment.) */
     aoi__outbox_free(&w->allocator, &w->outbox[h]);
   }
   if (e->born > w->tick) {

@@ -100,9 +100,18 @@ typedef struct aoi__outbox {
    enters and moves, then the handles of the entities concerned in that
    order. An event is 4 bytes here; its id and position are read at
    delivery from world->mark, which no thread changes
-   between ticks. world->event_at[h] is 1 + the offset of watcher h's record
-   while it is undelivered (0 otherwise). Records left undelivered when the
-   next tick begins are expanded into the watchers' outboxes first.
+   between ticks. Records left undelivered when the next tick begins are
+   expanded into the watchers' outboxes first.
+   A record is live until it is taken (delivered, drained, or moved into
+   its outbox): taking it sets AOI__RECORD_TAKEN in its first word, below
+   which every handle lies. The record of a watcher removed since is dead
+   too: its handle is gone (world->gone), and is not taken again before
+   the next tick. The workers write nothing indexed by handle for a record
+   (such a table's lines would be written by every worker at once): a
+   lookup by handle goes through world->event_at, 1 + the offset of
+   watcher h's record in its segment, which the host builds from the
+   records on the first lookup after a tick (outbox.c), so that a host
+   that only delivers never builds it.
    A watcher whose view was empty (new, or the first tick) has only enters,
    and they are its whole new view, in the same order: its record says so
    (AOI__RECORD_VIEW) and stores no handle, and delivery reads them from
@@ -118,6 +127,7 @@ typedef struct aoi__outbox {
 #define AOI__RECORD_LONG_HEADER 5u
 #define AOI__RECORD_LONG 0x80000000u
 #define AOI__RECORD_VIEW 0x40000000u
+#define AOI__RECORD_TAKEN 0x80000000u /* in a record's first word */
 #define AOI__RECORD_SHORT_MAX 1023u
 
 /* What a record's header says. */
@@ -546,8 +556,11 @@ struct aoi_world {
   float *appeal; /* per handle: a live marker's appeal, else 0; written
                     and read like the marks */
   aoi__outbox *outbox;                    /* per handle: the backlog */
-  uint32_t *event_at;                     /* per handle, see aoi__segment */
+  /* per handle, see aoi__segment: while records_indexed, 1 + where this
+     tick's record of each watcher that has one lies; else all 0 */
+  uint32_t *event_at;
   uint8_t *in_backlog;                    /* per handle: in backlog[] */
+  uint8_t *gone; /* per handle: removed, and not taken again since */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
   uint32_t *generation;    /* per handle: the high half of its live
@@ -570,6 +583,7 @@ struct aoi_world {
   uint32_t records; /* queued in all shards */
   uint64_t tick;
   bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
+  bool records_indexed;   /* event_at holds the records (outbox.c) */
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */
   bool views_held;        /* the last tick held some views back */
