@@ -141,10 +141,14 @@ static inline uint32_t record_handle(const uint32_t *rec)
   return rec[0] & ~AOI__RECORD_TAKEN;
 }
 
-/* Whether a record is still to be taken (see aoi__segment). */
-static inline bool record_live(const aoi_world *w, const uint32_t *rec)
+/* Whether the record at `at` of seg is still to be taken (see
+   aoi__segment). */
+static inline bool record_live(const aoi_world *w, const aoi__segment *seg,
+                               uint32_t at)
 {
-  return !(rec[0] & AOI__RECORD_TAKEN) && !w->gone[rec[0]];
+  const uint32_t *rec = seg->words + at;
+  return at >= seg->delivered && !(rec[0] & AOI__RECORD_TAKEN) &&
+         !w->gone[rec[0]];
 }
 
 static inline void record_take(aoi__segment *seg, uint32_t *rec)
@@ -188,9 +192,10 @@ static uint32_t *record_of(aoi_world *w, uint32_t h)
   uint32_t at = w->event_at[h];
   if (at == 0)
     return NULL;
-  uint32_t *rec = segment_of(w, h)->words + (at - 1);
+  aoi__segment *seg = segment_of(w, h);
+  uint32_t *rec = seg->words + (at - 1);
   AOI__ASSERT(record_handle(rec) == h);
-  return record_live(w, rec) ? rec : NULL;
+  return record_live(w, seg, at - 1) ? rec : NULL;
 }
 
 /* Notes h in the backlog list if it is not there. Room: a handle table. */
@@ -238,7 +243,7 @@ int aoi__segments_settle(aoi_world *w)
       continue;
     for (uint32_t at = 0; at < seg->count;) {
       uint32_t *rec = seg->words + at;
-      if (record_live(w, rec) &&
+      if (record_live(w, seg, at) &&
           record_to_outbox(w, seg, record_handle(rec), rec) != 0)
         return AOI_ENOMEM; /* (the index still holds: records stay put) */
       at += record_words(rec);
@@ -247,7 +252,7 @@ int aoi__segments_settle(aoi_world *w)
   unindex_records(w);
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
-    seg->count = seg->records = seg->taken = 0;
+    seg->count = seg->records = seg->taken = seg->delivered = 0;
     seg->backlog_count = 0;
   }
   /* Drop drained or removed watchers from the backlog list. */
@@ -335,7 +340,7 @@ static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
       return AOI_ENOMEM;
     expand(w, rec, (uint32_t)w->tick, seg->scratch);
     events = seg->scratch;
-    record_take(seg, rec);
+    seg->taken++; /* (aoi_deliver moves seg->delivered past it) */
   } else {
     /* a backlog: this tick's events, if any, go after it */
     if (rec != NULL && record_append(w, seg, h, rec) != 0)
@@ -368,7 +373,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   }
   if (seg->taken == seg->records)
     return 0;
-  for (uint32_t at = 0; at < seg->count;) {
+  for (uint32_t at = seg->delivered; at < seg->count;) {
     uint32_t *rec = seg->words + at;
     uint32_t h = record_handle(rec);
     uint32_t next = at + record_words(rec);
@@ -385,12 +390,12 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       for (uint32_t j = 0; j < words && j < 8; j++)
         __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
-    if (record_live(w, rec)) {
+    if (record_live(w, seg, at)) {
       int rc = deliver_one(w, seg, h, rec, fn, user);
       if (rc != 0)
         return rc;
     }
-    at = next;
+    at = seg->delivered = next;
   }
   return 0;
 }
@@ -428,7 +433,7 @@ int aoi__pending_update(aoi_world *w)
       const uint32_t *rec = seg->words + at;
       uint32_t h = record_handle(rec);
       /* one with a backlog is listed already */
-      if (record_live(w, rec) && w->outbox[h].count == 0)
+      if (record_live(w, seg, at) && w->outbox[h].count == 0)
         p->entries[n++] = (aoi__pending_entry){w->mark[h].id, h};
       at += record_words(rec);
     }

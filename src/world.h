@@ -103,8 +103,9 @@ typedef struct aoi__outbox {
    between ticks. Records left undelivered when the next tick begins are
    expanded into the watchers' outboxes first.
    A record is live until it is taken (delivered, drained, or moved into
-   its outbox): taking it sets AOI__RECORD_TAKEN in its first word, below
-   which every handle lies. The record of a watcher removed since is dead
+   its outbox): aoi_deliver takes a segment's records in order (up to
+   its `delivered` offset), any other path sets AOI__RECORD_TAKEN in the
+   record's first word, below which every handle lies. The record of a watcher removed since is dead
    too: its handle is gone (world->gone), and is not taken again before
    the next tick. The workers write nothing indexed by handle for a record
    (such a table's lines would be written by every worker at once): a
@@ -167,6 +168,9 @@ typedef struct aoi__segment {
   uint32_t count, capacity;
   uint32_t records;  /* records written */
   uint32_t taken;    /* records delivered or drained since */
+  /* aoi_deliver took every record before this offset (they are not
+     marked taken one by one: their lines stay clean) */
+  uint32_t delivered;
   aoi_event *scratch; /* aoi_deliver's expansion of one watcher */
   uint32_t scratch_capacity;
   /* The watchers with an outbox backlog and no record, delivered with this
