@@ -384,6 +384,9 @@ AOI_EXPORT int aoi_drain(aoi_world *world, uint64_t id,
  * any aoi_deliver runs, no other function may be called on this world, and
  * the host must order every aoi_deliver before its next call on the world
  * (join its threads, or a barrier). `fn` must not call into this world.
+ * `fn` runs on the delivering thread: state of its own that it writes at
+ * every watcher (a count, a cursor) belongs on a cache line of its own,
+ * or the threads will pass that line between their cores at each write.
  *
  * A host may mix both paths: a watcher taken by aoi_drain is not delivered
  * again, and aoi_deliver empties what aoi_drain would return. Events not
