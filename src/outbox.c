@@ -148,7 +148,7 @@ static inline bool record_live(const aoi_world *w, const aoi__segment *seg,
 {
   const uint32_t *rec = seg->words + at;
   return at >= seg->delivered && !(rec[0] & AOI__RECORD_TAKEN) &&
-         !w->gone[rec[0]];
+         !(w->handle_bits[rec[0]] & AOI__HANDLE_GONE);
 }
 
 static inline void record_take(aoi__segment *seg, uint32_t *rec)
@@ -201,9 +201,9 @@ static uint32_t *record_of(aoi_world *w, uint32_t h)
 /* Notes h in the backlog list if it is not there. Room: a handle table. */
 static void backlog_note(aoi_world *w, uint32_t h)
 {
-  if (w->in_backlog[h])
+  if (w->handle_bits[h] & AOI__HANDLE_BACKLOG)
     return;
-  w->in_backlog[h] = 1;
+  w->handle_bits[h] |= AOI__HANDLE_BACKLOG;
   w->backlog[w->backlog_count++] = h;
 }
 
@@ -262,7 +262,7 @@ int aoi__segments_settle(aoi_world *w)
     if (w->outbox[h].count > 0 && (w->host[h].flags & AOI__LIVE))
       w->backlog[n++] = h;
     else
-      w->in_backlog[h] = 0;
+      w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_BACKLOG;
   }
   w->backlog_count = n;
   return 0;
@@ -382,7 +382,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
          entities of its first events (expand fetches the rest ahead) */
       const uint32_t *after = seg->words + next;
       uint32_t g = record_handle(after);
-      __builtin_prefetch(&w->gone[g]);
+      __builtin_prefetch(&w->handle_bits[g]);
       __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->mark[g]);
       aoi__record_head head = aoi__record_read(after);

@@ -46,7 +46,7 @@ typedef struct handle_tables {
   aoi__outbox *outbox;
   uint32_t *event_at, *queued, *generation, *released,
       *backlog, *assigned;
-  uint8_t *in_backlog, *gone;
+  uint8_t *handle_bits;
 } handle_tables;
 
 static size_t align16(size_t n)
@@ -75,8 +75,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(released, uint32_t);
   TABLE(backlog, uint32_t);
   TABLE(assigned, uint32_t);
-  TABLE(in_backlog, uint8_t);
-  TABLE(gone, uint8_t);
+  TABLE(handle_bits, uint8_t);
 #undef TABLE
   return at;
 }
@@ -146,8 +145,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
-    memcpy(t.in_backlog, w->in_backlog, old);
-    memcpy(t.gone, w->gone, old);
+    memcpy(t.handle_bits, w->handle_bits, old);
     /* the ring starts over at 0 */
     uint32_t n = w->free_count + w->limbo_old_count + w->limbo_count;
     for (uint32_t i = 0; i < n; i++)
@@ -164,8 +162,7 @@ static int reserve_handle(aoi_world *w)
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
   for (uint32_t h = old; h < cap; h++)
     t.generation[h] = 1; /* so that no reference is 0 */
-  memset(t.in_backlog + old, 0, cap - old);
-  memset(t.gone + old, 0, cap - old);
+  memset(t.handle_bits + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
   w->location = t.location;
@@ -175,8 +172,7 @@ static int reserve_handle(aoi_world *w)
   w->event_at = t.event_at;
   w->queued = t.queued;
   w->generation = t.generation;
-  w->in_backlog = t.in_backlog;
-  w->gone = t.gone;
+  w->handle_bits = t.handle_bits;
   w->released = t.released;
   w->released_head = 0;
   w->backlog = t.backlog;
@@ -385,7 +381,7 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
   e->shard = shard;
   w->outbox[h].count = 0;
   w->mark[h].id = id;
-  w->gone[h] = 0;
+  w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_GONE;
   aoi__idmap_put(&w->ids, id, h);
   w->live++;
   if (flags & AOI_WATCHER) {
@@ -597,7 +593,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
   aoi__host_entity *e = &w->host[h];
   aoi__idmap_del(&w->ids, id);
   e->flags &= ~AOI__LIVE;
-  w->gone[h] = 1; /* its record of the last tick, if any, is dead */
+  /* its record of the last tick, if any, is dead */
+  w->handle_bits[h] |= AOI__HANDLE_GONE;
   /* Every reference to it is refused from now on, whoever takes the handle
      next (0 is never a generation). */
   w->generation[h] = w->generation[h] == UINT32_MAX ? 1 : w->generation[h] + 1;

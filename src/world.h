@@ -106,8 +106,8 @@ typedef struct aoi__outbox {
    its outbox): aoi_deliver takes a segment's records in order (up to
    its `delivered` offset), any other path sets AOI__RECORD_TAKEN in the
    record's first word, below which every handle lies. The record of a watcher removed since is dead
-   too: its handle is gone (world->gone), and is not taken again before
-   the next tick. The workers write nothing indexed by handle for a record
+   too: its handle is gone (AOI__HANDLE_GONE), and is not taken again
+   before the next tick. The workers write nothing indexed by handle for a record
    (such a table's lines would be written by every worker at once): a
    lookup by handle goes through world->event_at, 1 + the offset of
    watcher h's record in its segment, which the host builds from the
@@ -512,6 +512,10 @@ typedef struct aoi__worker {
 
 /* The host's record of a handle (its id is in its mark). */
 #define AOI__LIVE 4u
+/* world->handle_bits: in the backlog list; removed, and not taken again
+   since (its record of the last tick, if any, is dead: aoi__segment) */
+#define AOI__HANDLE_BACKLOG 1u
+#define AOI__HANDLE_GONE 2u
 typedef struct aoi__host_entity {
   uint64_t born;  /* the tick that first applies it */
   float radius;
@@ -563,8 +567,7 @@ struct aoi_world {
   /* per handle, see aoi__segment: while records_indexed, 1 + where this
      tick's record of each watcher that has one lies; else all 0 */
   uint32_t *event_at;
-  uint8_t *in_backlog;                    /* per handle: in backlog[] */
-  uint8_t *gone; /* per handle: removed, and not taken again since */
+  uint8_t *handle_bits; /* per handle: AOI__HANDLE_* */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
   uint32_t *generation;    /* per handle: the high half of its live
