@@ -100,6 +100,38 @@ static bool queues_valid(const aoi_world *w)
   return true;
 }
 
+/* The delivery segments: records that end where the segment does, each
+   of a handle below the high-water mark, the delivered offset within the
+   segment; and the index by handle (event_at) either built, naming each
+   record, or all clear (outbox.c). */
+static bool records_valid(const aoi_world *w)
+{
+  uint32_t indexed = 0;
+  for (unsigned i = 0; i < w->threads; i++) {
+    const aoi__segment *seg = &w->segments[i];
+    if (seg->delivered > seg->count || seg->taken > seg->records)
+      return false;
+    uint32_t at = 0, records = 0;
+    while (at < seg->count) {
+      const uint32_t *rec = seg->words + at;
+      uint32_t h = rec[0] & ~AOI__RECORD_TAKEN;
+      if (h >= w->handle_count ||
+          (w->records_indexed && w->event_at[h] != at + 1))
+        return false;
+      aoi__record_head head = aoi__record_read(rec);
+      at += aoi__record_words(&head);
+      records++;
+      indexed++;
+    }
+    if (at != seg->count || records != seg->records)
+      return false;
+  }
+  uint32_t named = 0;
+  for (uint32_t h = 0; h < w->handle_count; h++)
+    named += w->event_at[h] != 0;
+  return named == (w->records_indexed ? indexed : 0);
+}
+
 bool aoi__world_valid(aoi_world *w)
 {
   AOI__ASSERT(!w->in_flight);
@@ -112,6 +144,8 @@ bool aoi__world_valid(aoi_world *w)
       return false;
     if (!(e->flags & AOI__LIVE))
       continue;
+    if (w->handle_bits[h] & AOI__HANDLE_GONE) /* only a removed one is */
+      return false;
     live++;
     if (e->flags & AOI_WATCHER)
       watchers++;
@@ -141,7 +175,7 @@ bool aoi__world_valid(aoi_world *w)
       return false;
     owned += w->shards[i].count;
   }
-  if (!queues_valid(w))
+  if (!queues_valid(w) || !records_valid(w))
     return false;
   /* Entities added since the last tick are not in any shard yet. */
   uint64_t unborn = 0;
