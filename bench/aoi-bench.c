@@ -362,10 +362,9 @@ static uint64_t drain_engine(aoi_world *world, drain_list *list,
 /* ---- parallel delivery -------------------------------------------------- */
 
 /* What one delivery thread took: every event copied into its wire buffer
-   (as a server encodes them for sending), and where each watcher's begin. */
-/* One delivery thread's take. Each on its own cache line: the threads
-   write their counts at every watcher, and a line two cores write moves
-   between them at every write. */
+   (as a server encodes them for sending), and where each watcher's begin.
+   Each on its own cache line: the threads write their counts at every
+   watcher, and a line two cores write moves between them at every write. */
 typedef struct wire {
   _Alignas(64) aoi_event *events;
   size_t count, capacity;

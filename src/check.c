@@ -114,7 +114,7 @@ static bool records_valid(const aoi_world *w)
     uint32_t at = 0, records = 0;
     while (at < seg->count) {
       const uint32_t *rec = seg->words + at;
-      uint32_t h = rec[0] & ~AOI__RECORD_TAKEN;
+      uint32_t h = aoi__record_handle(rec);
       if (h >= w->handle_count ||
           (w->records_indexed && w->event_at[h] != at + 1))
         return false;

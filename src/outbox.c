@@ -109,7 +109,7 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
   const uint32_t *hs = rec + head.header;
   uint32_t nl = head.nl, ne = head.ne, nm = head.nm, i = 0;
   if (head.view) { /* enters only: the watcher's view */
-    const aoi__location *at = &w->location[rec[0] & ~AOI__RECORD_TAKEN];
+    const aoi__location *at = &w->location[aoi__record_handle(rec)];
     const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
     AOI__ASSERT(nl == 0 && nm == 0 && view->count == ne);
     hs = view->handles;
@@ -135,12 +135,6 @@ static aoi__segment *segment_of(aoi_world *w, uint32_t h)
   return &w->segments[aoi__worker_of(w, w->location[h].shard)];
 }
 
-/* The watcher of a record, taken or not. */
-static inline uint32_t record_handle(const uint32_t *rec)
-{
-  return rec[0] & ~AOI__RECORD_TAKEN;
-}
-
 /* Whether the record at `at` of seg is still to be taken (see
    aoi__segment). */
 static inline bool record_live(const aoi_world *w, const aoi__segment *seg,
@@ -157,45 +151,33 @@ static inline void record_take(aoi__segment *seg, uint32_t *rec)
   seg->taken++;
 }
 
-/* Indexes the records of the last tick by handle (world->event_at), once
-   a tick, on the first lookup. Host only. */
-static void index_records(aoi_world *w)
+/* Writes each record's place (1 + its offset) to world->event_at with
+   `on`, else 0 (before the segments are reused). Host only. */
+static void index_records(aoi_world *w, bool on)
 {
-  if (w->records_indexed)
+  if (w->records_indexed == on)
     return;
   for (unsigned i = 0; i < w->threads; i++) {
     const aoi__segment *seg = &w->segments[i];
     for (uint32_t at = 0; at < seg->count; at += record_words(seg->words + at))
-      w->event_at[record_handle(seg->words + at)] = at + 1;
+      w->event_at[aoi__record_handle(seg->words + at)] = on ? at + 1 : 0;
   }
-  w->records_indexed = true;
+  w->records_indexed = on;
 }
 
-/* Clears the index, before the segments are reused. */
-static void unindex_records(aoi_world *w)
+/* Live watcher h's record of the last tick (in *seg), if it is still to
+   be taken, else NULL. Indexes the records on the first lookup after a
+   tick. Host only. */
+static uint32_t *record_of(aoi_world *w, uint32_t h, aoi__segment **seg)
 {
-  if (!w->records_indexed)
-    return;
-  for (unsigned i = 0; i < w->threads; i++) {
-    const aoi__segment *seg = &w->segments[i];
-    for (uint32_t at = 0; at < seg->count; at += record_words(seg->words + at))
-      w->event_at[record_handle(seg->words + at)] = 0;
-  }
-  w->records_indexed = false;
-}
-
-/* Live watcher h's record of the last tick, if it is still to be taken,
-   else NULL. Host only. */
-static uint32_t *record_of(aoi_world *w, uint32_t h)
-{
-  index_records(w);
+  index_records(w, true);
   uint32_t at = w->event_at[h];
   if (at == 0)
     return NULL;
-  aoi__segment *seg = segment_of(w, h);
-  uint32_t *rec = seg->words + (at - 1);
-  AOI__ASSERT(record_handle(rec) == h);
-  return record_live(w, seg, at - 1) ? rec : NULL;
+  *seg = segment_of(w, h);
+  uint32_t *rec = (*seg)->words + (at - 1);
+  AOI__ASSERT(aoi__record_handle(rec) == h);
+  return record_live(w, *seg, at - 1) ? rec : NULL;
 }
 
 /* Notes h in the backlog list if it is not there. Room: a handle table. */
@@ -244,12 +226,12 @@ int aoi__segments_settle(aoi_world *w)
     for (uint32_t at = 0; at < seg->count;) {
       uint32_t *rec = seg->words + at;
       if (record_live(w, seg, at) &&
-          record_to_outbox(w, seg, record_handle(rec), rec) != 0)
+          record_to_outbox(w, seg, aoi__record_handle(rec), rec) != 0)
         return AOI_ENOMEM; /* (the index still holds: records stay put) */
       at += record_words(rec);
     }
   }
-  unindex_records(w);
+  index_records(w, false);
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
     seg->count = seg->records = seg->taken = seg->delivered = 0;
@@ -272,13 +254,14 @@ void aoi__segments_assign(aoi_world *w)
 {
   AOI__ASSERT(!w->in_flight);
   unsigned segments = w->threads;
+  aoi__segment *seg;
   for (unsigned i = 0; i < segments; i++)
     w->segments[i].backlog_count = 0;
   /* Count, place, fill: each backlog watcher without a record goes to the
      segment of its worker. */
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->outbox[h].count > 0 && record_of(w, h) == NULL)
+    if (w->outbox[h].count > 0 && record_of(w, h, &seg) == NULL)
       segment_of(w, h)->backlog_count++;
   }
   uint32_t from = 0;
@@ -289,8 +272,8 @@ void aoi__segments_assign(aoi_world *w)
   }
   for (uint32_t i = 0; i < w->backlog_count; i++) {
     uint32_t h = w->backlog[i];
-    if (w->outbox[h].count > 0 && record_of(w, h) == NULL) {
-      aoi__segment *seg = segment_of(w, h);
+    if (w->outbox[h].count > 0 && record_of(w, h, &seg) == NULL) {
+      seg = segment_of(w, h);
       w->assigned[seg->backlog_from + seg->backlog_count++] = h;
     }
   }
@@ -306,9 +289,10 @@ int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
   uint32_t h = aoi__idmap_get(&w->ids, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
-  uint32_t *rec = record_of(w, h);
+  aoi__segment *seg;
+  uint32_t *rec = record_of(w, h, &seg);
   if (rec != NULL) {
-    int rc = record_to_outbox(w, segment_of(w, h), h, rec);
+    int rc = record_to_outbox(w, seg, h, rec);
     if (rc != 0)
       return rc;
   }
@@ -375,13 +359,13 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
     return 0;
   for (uint32_t at = seg->delivered; at < seg->count;) {
     uint32_t *rec = seg->words + at;
-    uint32_t h = record_handle(rec);
+    uint32_t h = aoi__record_handle(rec);
     uint32_t next = at + record_words(rec);
     if (next < seg->count) {
       /* the next watcher's tables, scattered over the handles, and the
          entities of its first events (expand fetches the rest ahead) */
       const uint32_t *after = seg->words + next;
-      uint32_t g = record_handle(after);
+      uint32_t g = aoi__record_handle(after);
       __builtin_prefetch(&w->handle_bits[g]);
       __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->mark[g]);
@@ -431,7 +415,7 @@ int aoi__pending_update(aoi_world *w)
       continue;
     for (uint32_t at = 0; at < seg->count;) {
       const uint32_t *rec = seg->words + at;
-      uint32_t h = record_handle(rec);
+      uint32_t h = aoi__record_handle(rec);
       /* one with a backlog is listed already */
       if (record_live(w, seg, at) && w->outbox[h].count == 0)
         p->entries[n++] = (aoi__pending_entry){w->mark[h].id, h};

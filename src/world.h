@@ -103,16 +103,17 @@ typedef struct aoi__outbox {
    between ticks. Records left undelivered when the next tick begins are
    expanded into the watchers' outboxes first.
    A record is live until it is taken (delivered, drained, or moved into
-   its outbox): aoi_deliver takes a segment's records in order (up to
-   its `delivered` offset), any other path sets AOI__RECORD_TAKEN in the
-   record's first word, below which every handle lies. The record of a watcher removed since is dead
-   too: its handle is gone (AOI__HANDLE_GONE), and is not taken again
-   before the next tick. The workers write nothing indexed by handle for a record
-   (such a table's lines would be written by every worker at once): a
-   lookup by handle goes through world->event_at, 1 + the offset of
-   watcher h's record in its segment, which the host builds from the
-   records on the first lookup after a tick (outbox.c), so that a host
-   that only delivers never builds it.
+   its outbox): aoi_deliver takes a segment's records in order (up to its
+   `delivered` offset), any other path sets AOI__RECORD_TAKEN in the
+   record's first word, below which every handle lies. The record of a
+   watcher removed since is dead too: its handle is gone
+   (AOI__HANDLE_GONE), and is not taken again before the next tick. The
+   workers write nothing indexed by handle for a record (such a table's
+   lines would be written by every worker at once): a lookup by handle
+   goes through world->event_at, 1 + the offset of watcher h's record in
+   its segment, which the host builds from the records on the first lookup
+   after a tick (outbox.c), so that a host that only delivers never builds
+   it.
    A watcher whose view was empty (new, or the first tick) has only enters,
    and they are its whole new view, in the same order: its record says so
    (AOI__RECORD_VIEW) and stores no handle, and delivery reads them from
@@ -161,6 +162,12 @@ static inline aoi__record_head aoi__record_read(const uint32_t *rec)
 static inline uint32_t aoi__record_words(const aoi__record_head *head)
 {
   return head->header + (head->view ? 0 : head->nl + head->ne + head->nm);
+}
+
+/* The watcher of a record, taken or not. */
+static inline uint32_t aoi__record_handle(const uint32_t *rec)
+{
+  return rec[0] & ~AOI__RECORD_TAKEN;
 }
 
 typedef struct aoi__segment {
