@@ -252,22 +252,21 @@ static __attribute__((noinline)) uint32_t
 meet_hits(const aoi__grid *g, uint8_t *member, uint32_t interest,
           uint32_t *hits, uint32_t found, uint64_t **met)
 {
-  const uint32_t *const handle = g->handle, *const info = g->info,
-                 *const layers = g->layers;
-  const uint64_t *const id = g->id;
+  const aoi__grid_entry *const entry = g->entry;
   uint64_t *out = *met;
   uint32_t fresh = 0;
   for (uint32_t f = 0; f < found; f++) {
     uint32_t i = hits[f];
-    if ((layers[i] & interest) == 0)
+    const aoi__grid_entry *en = &entry[i];
+    if ((en->layers & interest) == 0)
       continue;
-    uint8_t *bits = &member[handle[i]];
+    uint8_t *bits = &member[en->handle];
     if (*bits & AOI__BIT_MEMBER) {
       /* the moved bit is clear: a held handle is met once a scan, and
          its moved bit is set only when it is met */
-      *bits = (uint8_t)(info[i] / (AOI__ENTRY_MOVED / AOI__BIT_MOVED) &
+      *bits = (uint8_t)(en->info / (AOI__ENTRY_MOVED / AOI__BIT_MOVED) &
                         AOI__BIT_MOVED);
-      *out++ = id[i];
+      *out++ = en->id;
       continue;
     }
     hits[fresh++] = i;
@@ -353,7 +352,7 @@ static inline void meet_member(aoi__worker *k, const aoi__entity *e,
 {
   aoi__clear_member(k, h);
   if (told == NULL) {
-    if (g->info[i] & AOI__ENTRY_MOVED)
+    if (g->entry[i].info & AOI__ENTRY_MOVED)
       aoi__set_moved(k, h);
     return;
   }
@@ -466,15 +465,15 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     for (uint32_t f = 0; f < found; f++) {
       uint32_t i = hits[f];
-      uint32_t h = g->handle[i];
+      uint32_t h = g->entry[i].handle;
       if (h == self)
         continue;
       if (policy) { /* (meet_hits has judged these on the plain path) */
-        if (!(g->info[i] & AOI__ENTRY_MARKER) ||
-            (g->layers[i] & interest) == 0)
+        if (!(g->entry[i].info & AOI__ENTRY_MARKER) ||
+            (g->entry[i].layers & interest) == 0)
           continue;
         /* one whose appeal reaches further is on the appeal list */
-        if (any_appeal && (g->info[i] & AOI__ENTRY_APPEAL) &&
+        if (any_appeal && (g->entry[i].info & AOI__ENTRY_APPEAL) &&
             w->appeal[h] > e->radius)
           continue;
         if (aoi__is_member(k, h)) {
@@ -489,14 +488,14 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
         complete = false;
         continue;
       }
-      k->candidates[n++] = (aoi__candidate){g->id[i], h};
+      k->candidates[n++] = (aoi__candidate){g->entry[i].id, h};
     }
     if (cy > r[3])
       break;
   }
   for (uint32_t j = 0; policy && j < nappeals; j++) {
-    uint32_t i = appeals[j], h = g->handle[i];
-    if ((g->layers[i] & interest) == 0)
+    uint32_t i = appeals[j], h = g->entry[i].handle;
+    if ((g->entry[i].layers & interest) == 0)
       continue;
     double base = w->appeal[h];
     if (aoi__is_member(k, h)) {
@@ -514,7 +513,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       complete = false;
       continue;
     }
-    k->candidates[n++] = (aoi__candidate){g->id[i], h};
+    k->candidates[n++] = (aoi__candidate){g->entry[i].id, h};
   }
   /* Without bands a resync tells every kept marker; with them the told
      positions say exactly what each client lacks. */
@@ -679,7 +678,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
            left a departure in reach. */
         if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
           continue;
-        uint32_t h = g->handle[i];
+        uint32_t h = g->entry[i].handle;
         if (h == e->handle || aoi__take_moved(k, h)) {
           if (h != e->handle)
             aoi__set_moved(k, h); /* met before: a hit is taken once */
@@ -700,14 +699,14 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           continue;
         }
         /* not held: a changed marker (each is listed once) may enter */
-        if (pass != 0 || (g->layers[i] & e->interest) == 0 ||
+        if (pass != 0 || (g->entry[i].layers & e->interest) == 0 ||
             !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
           continue;
         if (!aoi__reserve_candidate(k, n)) {
           aoi__clear_view_bits(k, held, v);
           return AOI_ENOMEM;
         }
-        k->candidates[n++] = (aoi__candidate){g->id[i], h};
+        k->candidates[n++] = (aoi__candidate){g->entry[i].id, h};
       }
     }
   }
@@ -937,20 +936,20 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
   double push_limit = 2 * cmd->usual_reach, quiet_reach = 0;
   k->quiet_count = 0;
   for (uint32_t i = 0; i < end; i++) {
-    uint32_t info = g->info[i];
+    uint32_t info = g->entry[i].info;
     if ((info & want) != want)
       continue;
     uint32_t dirty = UINT32_MAX;
     if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
-      uint32_t slot = g->slot[i];
-      double reach = (double)g->radius[i] + hysteresis;
+      uint32_t slot = g->entry[i].slot;
+      double reach = (double)g->entry[i].radius + hysteresis;
       bool listed =
           appeals && k->appeal_start[slot + 1] != k->appeal_start[slot];
       if (push && !listed && !(info & AOI__ENTRY_CAPPED) &&
           reach <= push_limit) {
-        mg->info[i] |= AOI__ENTRY_QUIET;
+        mg->entry[i].info |= AOI__ENTRY_QUIET;
         mg->cell[i] = k->quiet_count;
-        k->quiet[k->quiet_count++] = (aoi__quiet){slot, g->handle[i]};
+        k->quiet[k->quiet_count++] = (aoi__quiet){slot, g->entry[i].handle};
         quiet_reach = reach > quiet_reach ? reach : quiet_reach;
         continue;
       }
@@ -958,7 +957,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
           !listed)
         continue;
     }
-    work[nw++] = (uint64_t)dirty << 32 | g->slot[i];
+    work[nw++] = (uint64_t)dirty << 32 | g->entry[i].slot;
   }
   for (uint32_t j = 0; j < nw; j++) {
     /* Views and entities are scattered: fetch ahead. */

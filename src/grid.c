@@ -131,19 +131,20 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y)
 
 /* ---- spatial grid ------------------------------------------------------- */
 
+/* The entries' block: room to start them on a line of their own (the
+   allocator promises malloc's alignment only). */
+static size_t entry_block_size(uint32_t capacity)
+{
+  return sizeof(aoi__grid_entry) * (size_t)capacity + AOI__LINE;
+}
+
 void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 {
   aoi__free(a, grid->start, sizeof(uint32_t) * grid->start_capacity);
   aoi__free(a, grid->dirty, sizeof(uint32_t) * grid->dirty_capacity);
   aoi__free(a, grid->x, sizeof(float) * grid->capacity);
   aoi__free(a, grid->y, sizeof(float) * grid->capacity);
-  aoi__free(a, grid->id, sizeof(uint64_t) * grid->capacity);
-  aoi__free(a, grid->handle, sizeof(uint32_t) * grid->capacity);
-  aoi__free(a, grid->layers, sizeof(uint32_t) * grid->capacity);
-  aoi__free(a, grid->info, sizeof(uint32_t) * grid->capacity);
-  aoi__free(a, grid->slot, sizeof(uint32_t) * grid->capacity);
-  aoi__free(a, grid->radius, sizeof(float) * grid->capacity);
-  aoi__free(a, grid->interest, sizeof(uint32_t) * grid->capacity);
+  aoi__free(a, grid->entry_block, entry_block_size(grid->capacity));
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
@@ -201,21 +202,16 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   aoi__grid bigger = {0};
   bigger.x = aoi__alloc(a, sizeof(float) * capacity);
   bigger.y = aoi__alloc(a, sizeof(float) * capacity);
-  bigger.id = aoi__alloc(a, sizeof(uint64_t) * capacity);
-  bigger.handle = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  bigger.layers = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  bigger.info = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  bigger.slot = aoi__alloc(a, sizeof(uint32_t) * capacity);
-  bigger.radius = aoi__alloc(a, sizeof(float) * capacity);
-  bigger.interest = aoi__alloc(a, sizeof(uint32_t) * capacity);
+  bigger.entry_block = aoi__alloc(a, entry_block_size(capacity));
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
-  if (!bigger.x || !bigger.y || !bigger.id || !bigger.handle ||
-      !bigger.layers || !bigger.info || !bigger.slot || !bigger.cell ||
-      !bigger.radius || !bigger.interest) {
+  if (!bigger.x || !bigger.y || !bigger.entry_block || !bigger.cell) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }
+  uintptr_t at = ((uintptr_t)bigger.entry_block + AOI__LINE - 1) &
+                 ~(uintptr_t)(AOI__LINE - 1);
+  bigger.entry = (aoi__grid_entry *)at;
   /* The entries are rebuilt from scratch, so nothing needs copying. */
   bigger.start = grid->start;
   bigger.start_capacity = grid->start_capacity;
@@ -380,13 +376,13 @@ bool aoi__grid_valid(const aoi__grid *grid)
       double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
       uint32_t r[4];
       aoi__grid_range(grid, box, r);
-      if (aoi__grid_slot(grid->info[i], r[1] * grid->width + r[0], cells) != k)
+      if (aoi__grid_slot(grid->entry[i].info, r[1] * grid->width + r[0], cells) != k)
         return false;
     }
   }
   uint32_t all[4] = {0, 0, grid->width - 1, grid->height - 1}, dirty = 0;
   for (uint32_t i = 0; i < grid->count; i++)
-    dirty += (grid->info[i] & (AOI__ENTRY_DEPARTED | AOI__ENTRY_CHANGED)) &&
-             (grid->info[i] & (AOI__ENTRY_DEPARTED | AOI__ENTRY_MARKER));
+    dirty += (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_CHANGED)) &&
+             (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_MARKER));
   return aoi__grid_dirty(grid, all) == dirty;
 }

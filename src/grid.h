@@ -82,6 +82,18 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
                                   is in cell[], free after the build */
 #define AOI__GRID_CLASSES 3u
 
+/* What the grid keeps of an entry besides its position, in 32 bytes on a
+   64-byte boundary: placing an entry in the build writes three lines (x, y
+   and this), where an array a field wrote nine, each at random. */
+typedef struct aoi__grid_entry {
+  uint64_t id;
+  uint32_t handle, layers, info;
+  uint32_t slot;     /* owned entries: index in the shard's entity array */
+  float radius;      /* owned watchers: the view radius, else 0 */
+  uint32_t interest; /* owned watchers: the interest mask, else 0 */
+} aoi__grid_entry;
+_Static_assert(sizeof(aoi__grid_entry) == 32, "a grid entry in 32 bytes");
+
 typedef struct aoi__grid {
   double x0, y0, inverse; /* cell of x: floor((x - x0) * inverse) */
   uint32_t width, height;
@@ -93,12 +105,9 @@ typedef struct aoi__grid {
   uint32_t *dirty;
   uint32_t dirty_capacity;
   uint32_t count, capacity;
-  float *x, *y;
-  uint64_t *id;
-  uint32_t *handle, *layers, *info;
-  uint32_t *slot; /* owned entries: index in the shard's entity array */
-  float *radius;  /* owned watchers: the view radius, else 0 */
-  uint32_t *interest; /* owned watchers: the interest mask, else 0 */
+  float *x, *y; /* apart, for the scans' vector loads */
+  aoi__grid_entry *entry; /* within entry_block, on a 64-byte boundary */
+  void *entry_block;      /* capacity entries and a line, as allocated */
   uint32_t *cell; /* scratch for the build */
 } aoi__grid;
 
@@ -218,13 +227,9 @@ aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
     uint32_t at = grid->start[grid->cell[i]]++;
     grid->x[at] = it.x;
     grid->y[at] = it.y;
-    grid->id[at] = it.id;
-    grid->handle[at] = it.handle;
-    grid->layers[at] = it.layers;
-    grid->info[at] = it.info;
-    grid->slot[at] = it.slot;
-    grid->radius[at] = it.radius;
-    grid->interest[at] = it.interest;
+    grid->entry[at] = (aoi__grid_entry){it.id,     it.handle, it.layers,
+                                        it.info,   it.slot,   it.radius,
+                                        it.interest};
   }
   aoi__grid_finish(grid);
   return 0;

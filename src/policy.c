@@ -94,9 +94,9 @@ int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
   for (uint32_t i = 0; i < end; i++) {
     const uint32_t appealing = AOI__ENTRY_MARKER | AOI__ENTRY_APPEAL;
-    if ((g->info[i] & appealing) != appealing)
+    if ((g->entry[i].info & appealing) != appealing)
       continue;
-    float appeal = w->appeal[g->handle[i]];
+    float appeal = w->appeal[g->entry[i].handle];
     double reach = (double)appeal + w->config.hysteresis, box[4];
     uint32_t r[4];
     aoi__reach_box(&w->shape, g->x[i], g->y[i], reach, box);
@@ -104,8 +104,8 @@ int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
     for (uint32_t cy = r[1]; cy <= r[3]; cy++)
       for (uint32_t j = aoi__grid_row_begin(g, cy, r[0]);
            j < aoi__grid_row_end(g, cy, r[2]); j++) {
-        if ((g->info[j] & want) != want || !(g->radius[j] < appeal) ||
-            g->handle[j] == g->handle[i] ||
+        if ((g->entry[j].info & want) != want || !(g->entry[j].radius < appeal) ||
+            g->entry[j].handle == g->entry[i].handle ||
             !aoi__within(&w->shape, g->x[j], g->y[j], g->x[i], g->y[i],
                          reach))
           continue;
@@ -113,8 +113,8 @@ int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
                                &k->appeal_pair_capacity, pairs + 1,
                                sizeof(uint64_t))) != 0)
           return rc;
-        k->appeal_pairs[pairs++] = (uint64_t)g->slot[j] << 32 | i;
-        k->appeal_start[g->slot[j] + 2]++;
+        k->appeal_pairs[pairs++] = (uint64_t)g->entry[j].slot << 32 | i;
+        k->appeal_start[g->entry[j].slot + 2]++;
       }
   }
   if ((rc = aoi__reserve(a, (void **)&k->appeal, &k->appeal_capacity,
@@ -162,7 +162,7 @@ static inline bool add_pick(aoi__worker *k, const aoi__entity *e,
                             const aoi__grid *g, uint32_t i, double base,
                             uint32_t how, uint32_t *n)
 {
-  return add_pick_at(k, e, g->handle[i], g->id[i], g->x[i], g->y[i], base,
+  return add_pick_at(k, e, g->entry[i].handle, g->entry[i].id, g->x[i], g->y[i], base,
                      how, n);
 }
 
@@ -172,11 +172,11 @@ static inline bool add_pick(aoi__worker *k, const aoi__entity *e,
 static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
                               const aoi__grid *g, uint32_t i, bool any_appeal)
 {
-  uint32_t info = g->info[i];
-  return (info & AOI__ENTRY_MARKER) && (g->layers[i] & e->interest) != 0 &&
-         g->handle[i] != e->handle &&
+  uint32_t info = g->entry[i].info;
+  return (info & AOI__ENTRY_MARKER) && (g->entry[i].layers & e->interest) != 0 &&
+         g->entry[i].handle != e->handle &&
          !(any_appeal && (info & AOI__ENTRY_APPEAL) &&
-           w->appeal[g->handle[i]] > e->radius);
+           w->appeal[g->entry[i].handle] > e->radius);
 }
 
 /* Keeps the cap nearest picks of n, if there are more: the others can
@@ -199,7 +199,7 @@ static bool pick_cell(aoi__worker *k, const aoi__entity *e,
   uint32_t end = fine->start[AOI__GRID_CLASSES * cell + 2];
   for (uint32_t i = begin; i < end; i++)
     if (own_marker(k->world, e, fine, i, any_appeal) &&
-        !aoi__is_member(k, fine->handle[i]) &&
+        !aoi__is_member(k, fine->entry[i].handle) &&
         !add_pick(k, e, fine, i, e->radius, 0, n))
       return false;
   return true;
@@ -233,8 +233,8 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
   }
   for (uint32_t j = 0; j < nappeals; j++) {
     uint32_t i = appeals[j];
-    if ((g->layers[i] & e->interest) != 0 && !aoi__is_member(k, g->handle[i]) &&
-        !add_pick(k, e, g, i, w->appeal[g->handle[i]], AOI__PICK_APPEAL, n))
+    if ((g->entry[i].layers & e->interest) != 0 && !aoi__is_member(k, g->entry[i].handle) &&
+        !add_pick(k, e, g, i, w->appeal[g->entry[i].handle], AOI__PICK_APPEAL, n))
       return false;
   }
   double at[4] = {e->x, e->y, e->x, e->y};

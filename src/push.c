@@ -76,8 +76,8 @@ visit(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
 {
   const aoi_world *w = k->world;
   float x = g->x[i], y = g->y[i];
-  uint32_t interest = g->interest[i];
-  double inner = g->radius[i], outer = inner + w->config.hysteresis;
+  uint32_t interest = g->entry[i].interest;
+  double inner = g->entry[i].radius, outer = inner + w->config.hysteresis;
   bool held = false;
   if (!fresh) {
     switch (c->rule) {
@@ -86,10 +86,10 @@ visit(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
           aoi__within(shape, x, y, c->ox, c->oy, outer))
         held = outer == inner ||
                aoi__within(shape, x, y, c->ox, c->oy, inner) ||
-               view_holds(k, s, g->slot[i], c);
+               view_holds(k, s, g->entry[i].slot, c);
       break;
     case HELD_BY_VIEW:
-      held = view_holds(k, s, g->slot[i], c);
+      held = view_holds(k, s, g->entry[i].slot, c);
       break;
     default:
       break;
@@ -149,7 +149,7 @@ visit_cells(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
                        sizeof(aoi__push)) != 0)
         return AOI_ENOMEM;
       for (uint32_t i = begin; i < end; i++) {
-        if (!(g->info[i] & AOI__ENTRY_QUIET) || g->handle[i] == c->handle)
+        if (!(g->entry[i].info & AOI__ENTRY_QUIET) || g->entry[i].handle == c->handle)
           continue;
         int rc = visit(k, s, g, shape, i, c, fresh);
         if (rc != 0)
@@ -211,15 +211,15 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
   /* the departures: markers that moved or were removed */
   uint32_t end = g->start[(AOI__GRID_CLASSES + 1) * cells];
   for (uint32_t i = g->start[AOI__GRID_CLASSES * cells]; i < end; i++) {
-    uint32_t h = g->handle[i];
+    uint32_t h = g->entry[i].handle;
     if (aoi__is_member(k, h)) /* cannot happen: one departure each */
       continue;
     int rc = note_done(k, h);
     if (rc != 0)
       return rc;
     const aoi__mark *m = &mark[h];
-    change c = {g->id[i],  h,    HELD_BY_DEPARTURE, g->x[i],
-                g->y[i],   g->layers[i], m->x,      m->y,
+    change c = {g->entry[i].id,  h,    HELD_BY_DEPARTURE, g->x[i],
+                g->y[i],   g->entry[i].layers, m->x,      m->y,
                 m->layers, m->moved == (uint32_t)tick};
     if ((rc = push_change(k, s, g, &c, reach)) != 0)
       return rc;
@@ -232,7 +232,7 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
     for (uint32_t cx = 0; cx < g->width; cx++) {
       uint32_t cell = AOI__GRID_CLASSES * (cy * g->width + cx);
       for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
-        uint32_t h = g->handle[i];
+        uint32_t h = g->entry[i].handle;
         if (aoi__is_member(k, h)) /* pushed from its departure */
           continue;
         int rc = note_done(k, h);
@@ -240,9 +240,9 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
           return rc;
         const aoi__mark *m = &mark[h];
         bool moved = m->moved == (uint32_t)tick;
-        change c = {g->id[i], h,          moved ? HELD_BY_NONE : HELD_BY_VIEW,
+        change c = {g->entry[i].id, h,          moved ? HELD_BY_NONE : HELD_BY_VIEW,
                     0,        0,          0,
-                    g->x[i],  g->y[i],    g->layers[i],
+                    g->x[i],  g->y[i],    g->entry[i].layers,
                     moved};
         if ((rc = push_change(k, s, g, &c, reach)) != 0)
           return rc;

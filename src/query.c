@@ -76,11 +76,11 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
         for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
              i < aoi__grid_row_end(g, cy, r[2]); i++) {
           const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_MARKER;
-          if ((g->info[i] & want) != want || (g->layers[i] & layer_mask) == 0)
+          if ((g->entry[i].info & want) != want || (g->entry[i].layers & layer_mask) == 0)
             continue;
           if (!aoi__within(&circle, x, y, g->x[i], g->y[i], radius))
             continue;
-          if (collect(w, n, g->id[i]) != 0)
+          if (collect(w, n, g->entry[i].id) != 0)
             return AOI_ENOMEM;
           n++;
         }
@@ -164,11 +164,11 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
           for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
                i < aoi__grid_row_end(g, cy, r[2]); i++) {
             const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
-            if ((g->info[i] & want) != want)
+            if ((g->entry[i].info & want) != want)
               continue;
-            if (!view_holds(w, &s->entities[g->slot[i]].view, e->id, h))
+            if (!view_holds(w, &s->entities[g->entry[i].slot].view, e->id, h))
               continue;
-            if (collect(w, n, g->id[i]) != 0)
+            if (collect(w, n, g->entry[i].id) != 0)
               return AOI_ENOMEM;
             n++;
           }

@@ -159,7 +159,7 @@ static void grid_matches_scan(void **state)
     for (uint32_t c = 0; c < g.width * g.height; c++)
       for (uint32_t i = g.start[AOI__GRID_CLASSES * c];
            i < g.start[AOI__GRID_CLASSES * c + 1]; i++) {
-        assert_true(g.info[i] & AOI__ENTRY_CHANGED);
+        assert_true(g.entry[i].info & AOI__ENTRY_CHANGED);
         listed++;
       }
     assert_int_equal(listed, changed);
@@ -183,7 +183,7 @@ static void grid_matches_scan(void **state)
           uint32_t c = AOI__GRID_CLASSES * (cy * g.width + cx);
           dirty += g.start[c + 1] - g.start[c] + g.start[d + 1] - g.start[d];
           for (uint32_t i = g.start[d]; i < g.start[d + 1]; i++) {
-            assert_true(g.info[i] & AOI__ENTRY_DEPARTED);
+            assert_true(g.entry[i].info & AOI__ENTRY_DEPARTED);
             if (g.x[i] >= box[0] && g.x[i] <= box[2] && g.y[i] >= box[1] &&
                 g.y[i] <= box[3])
               found++;
