@@ -89,10 +89,13 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
       __builtin_prefetch(&mark[s->entities[i + 8].handle]);
     if (!(e->flags & AOI_MARKER))
       continue;
+    /* stored only when it changes: most ticks it does not, and an
+       entity's line then stays clean */
+    uint32_t flags = e->flags & ~AOI__ENTITY_MOVED;
     if (e->touched == tick && mark[e->handle].moved == (uint32_t)tick)
-      e->flags |= AOI__ENTITY_MOVED;
-    else
-      e->flags &= ~AOI__ENTITY_MOVED;
+      flags |= AOI__ENTITY_MOVED;
+    if (flags != e->flags)
+      e->flags = flags;
     double x = e->x, y = e->y;
     if (x - reach >= x0 && x + reach < x1 && y - reach >= y0 &&
         y + reach < y1)

@@ -117,13 +117,52 @@ visit(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
   return 0;
 }
 
+/* visit, for the entry at i if it is a quiet watcher other than the
+   change's own marker. */
+static inline __attribute__((always_inline)) int
+visit_quiet(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
+            const aoi__shape *shape, uint32_t i, const change *c, bool fresh)
+{
+  if (!(g->entry[i].info & AOI__ENTRY_QUIET) ||
+      g->entry[i].handle == c->handle)
+    return 0;
+  return visit(k, s, g, shape, i, c, fresh);
+}
+
+/* For a circle: the entries of [begin, begin + n) within `reach` (the
+   largest quiet reach) of where change c's marker stands, or of where it
+   stood unless `fresh`, written to hits[]: their count. A visit needs one
+   or the other for any event, and about half a run's entries have
+   neither, at random: a branch-free pass drops them before visit's
+   branches. The sums are aoi__within's, rounded the same way, so an entry
+   dropped is beyond every quiet watcher's reach of both points. */
+static inline __attribute__((always_inline)) uint32_t
+near_change(const aoi__grid *g, uint32_t begin, uint32_t n, const change *c,
+            bool fresh, double reach, uint32_t *hits)
+{
+  const float *xs = g->x + begin, *ys = g->y + begin;
+  double r2 = reach * reach;
+  double nx = c->nx, ny = c->ny;
+  /* fresh, or nowhere it stood: the point it stands at, twice */
+  bool stood = !fresh && c->rule == HELD_BY_DEPARTURE;
+  double ox = stood ? c->ox : nx, oy = stood ? c->oy : ny;
+  uint32_t found = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    double x = xs[i], y = ys[i];
+    double dx = nx - x, dy = ny - y, ex = ox - x, ey = oy - y;
+    hits[found] = begin + i;
+    found += (dx * dx + dy * dy <= r2) | (ex * ex + ey * ey <= r2);
+  }
+  return found;
+}
+
 /* Visits the quiet watchers in the cells of r[4], except those of
    `skip` (NULL: none), for change c. Inline, so that a constant shape
    leaves no shape to ask at each visit. */
 static inline __attribute__((always_inline)) int
 visit_cells(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
             const aoi__shape *shape, const uint32_t r[4], const uint32_t *skip,
-            const change *c, bool fresh)
+            const change *c, bool fresh, double reach)
 {
   for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
     /* one span of columns, or the two beside the skipped ones */
@@ -148,12 +187,25 @@ visit_cells(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
                        &k->push_capacity, k->push_count + (end - begin),
                        sizeof(aoi__push)) != 0)
         return AOI_ENOMEM;
-      for (uint32_t i = begin; i < end; i++) {
-        if (!(g->entry[i].info & AOI__ENTRY_QUIET) || g->entry[i].handle == c->handle)
-          continue;
-        int rc = visit(k, s, g, shape, i, c, fresh);
-        if (rc != 0)
-          return rc;
+      if (shape->kind != AOI_SHAPE_CIRCLE) {
+        for (uint32_t i = begin; i < end; i++) {
+          int rc = visit_quiet(k, s, g, shape, i, c, fresh);
+          if (rc != 0)
+            return rc;
+        }
+        continue;
+      }
+      /* a block at a time: those near the change, then their visits */
+      enum { BLOCK = 64 };
+      uint32_t hits[BLOCK];
+      for (uint32_t at = begin; at < end; at += BLOCK) {
+        uint32_t n = end - at < BLOCK ? end - at : BLOCK;
+        uint32_t found = near_change(g, at, n, c, fresh, reach, hits);
+        for (uint32_t f = 0; f < found; f++) {
+          int rc = visit_quiet(k, s, g, shape, hits[f], c, fresh);
+          if (rc != 0)
+            return rc;
+        }
       }
     }
   }
@@ -173,14 +225,14 @@ push_change_as(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
   if (was) {
     aoi__reach_box(shape, c->ox, c->oy, reach, box);
     aoi__grid_range(g, box, old);
-    int rc = visit_cells(k, s, g, shape, old, NULL, c, false);
+    int rc = visit_cells(k, s, g, shape, old, NULL, c, false, reach);
     if (rc != 0 || c->new_layers == 0) /* a marker no more: leaves only */
       return rc;
   }
   aoi__reach_box(shape, c->nx, c->ny, reach, box);
   aoi__grid_range(g, box, now);
   /* Beyond the cells around where it stood, no quiet watcher held it. */
-  return visit_cells(k, s, g, shape, now, was ? old : NULL, c, was);
+  return visit_cells(k, s, g, shape, now, was ? old : NULL, c, was, reach);
 }
 
 static int push_change(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
