@@ -191,8 +191,10 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
        handoffs and removals shuffle: fetch ahead */
     if (i + 8 < q->count) {
       uint32_t slot = location[q->records[i + 8].handle].slot;
-      if (slot < s->count)
+      if (slot < s->count) { /* 80 bytes: both lines */
         __builtin_prefetch(&s->entities[slot]);
+        __builtin_prefetch((const char *)&s->entities[slot + 1] - 1);
+      }
     }
     apply_record(k, s, q, &q->records[i], tick);
   }
@@ -234,13 +236,17 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
 
 /* The entities this tick's records added or moved; all of them when the
    layout changed. */
-void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout)
+void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
+                        uint64_t tick)
 {
   aoi_world *w = k->world;
-  if (relayout) {
-    /* Downwards: a take moves the last entity, already seen, into `i`. */
+  if (relayout || s->touched_count > s->count / 4) {
+    /* Downwards: a take moves the last entity, already seen, into `i`. In
+       order, when many moved: the touched come in handle order, which
+       says nothing of where their entities lie. */
     for (uint32_t i = s->count; i-- > 0;)
-      hand_off(k, s, i);
+      if (relayout || s->entities[i].touched == tick)
+        hand_off(k, s, i);
     return;
   }
   for (uint32_t i = 0; i < s->touched_count; i++) {

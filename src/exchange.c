@@ -83,10 +83,18 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
   double x1 = col + 1 < l->cols ? l->xcut[col] : INFINITY;
   double y0 = row > 0 ? l->ycut[row - 1] : -INFINITY;
   double y1 = row + 1 < l->rows ? l->ycut[row] : INFINITY;
+  /* the shard's counts and box for the grid, in the same pass */
+  uint32_t capped = 0, unchanged = 0;
+  double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
     if (i + 8 < s->count) /* the marks lie in handle order */
       __builtin_prefetch(&mark[s->entities[i + 8].handle]);
+    aoi__box_add(box, e->x, e->y);
+    if (e->flags & AOI_WATCHER) {
+      capped += e->cap > 0;
+      unchanged += e->changed != tick && !e->stale;
+    }
     if (!(e->flags & AOI_MARKER))
       continue;
     /* stored only when it changes: most ticks it does not, and an
@@ -116,6 +124,9 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
   }
   for (uint32_t i = 0; i < s->departed_count; i++)
     send_around(k, s->departed[i], reach, s->index);
+  s->capped = capped;
+  s->unchanged = unchanged;
+  memcpy(s->box, box, sizeof(box));
 }
 
 void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b)

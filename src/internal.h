@@ -144,7 +144,8 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick);
 /* Marks the markers whose position changed this tick (their `moved`). */
 void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick);
 /* Hands off the entities that now lie in another shard. */
-void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout);
+void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
+                        uint64_t tick);
 /* Inserts the entities of a peer's handoff batch. */
 void aoi__take_handoffs(aoi__worker *k, const aoi__batch *b);
 

@@ -168,7 +168,7 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
     aoi__mark_moved(k, &w->shards[s], cmd->tick);
   }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    aoi__find_handoffs(k, &w->shards[s], cmd->relayout);
+    aoi__find_handoffs(k, &w->shards[s], cmd->relayout, cmd->tick);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
 }
 

@@ -376,7 +376,11 @@ typedef struct aoi__shard {
   uint32_t ghost_markers; /* ghosts that are markers, not departures */
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
-  uint32_t capped;  /* owned watchers with a cap */
+  /* Found by this tick's pass of publish_ghosts over the entities, for the
+     grid (compute.c), so that it need not pass over them again: */
+  uint32_t capped;    /* owned watchers with a cap */
+  uint32_t unchanged; /* owned watchers neither changed nor stale */
+  double box[4];      /* the owned entities' positions (x0, y0, x1, y1) */
   uint64_t compute_ns;
   /* Set when this tick's input to the shard is incomplete (a ghost could
      not be stored): its watchers keep their views and get no events. */
