@@ -88,7 +88,9 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
-    if (i + 8 < s->count) /* the marks lie in handle order */
+    /* a mark is read only for an entity moved this tick, and the marks
+       lie in handle order, the entities in the grid's: fetch ahead */
+    if (i + 8 < s->count && s->entities[i + 8].touched == tick)
       __builtin_prefetch(&mark[s->entities[i + 8].handle]);
     aoi__box_add(box, e->x, e->y);
     if (e->flags & AOI_WATCHER) {
