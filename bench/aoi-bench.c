@@ -679,6 +679,7 @@ static void make_config(const bench_options *o, const scenario_result *s,
   memcpy(config->move_bands, o->bands, sizeof(o->bands));
   config->hysteresis = (float)o->hysteresis;
   config->move_events = o->moves;
+  config->pin_threads = (unsigned)o->pin;
   config->shape = o->shape;
   config->cell_size = (float)o->cell_size;
   config->rebalance_interval = o->rebalance;
@@ -1139,6 +1140,8 @@ static void usage(FILE *out)
       "                     marker; the rest are NPCs, markers only "
       "(default 1)\n"
       "  --moves on|off     move events (default on)\n"
+      "  --pin on|off       bind each worker thread to a CPU\n"
+      "                     (aoi_config.pin_threads; default off)\n"
       "  --shape circle|square|cells C   view shape (default circle)\n"
       "  --hysteresis H     extra distance before leaving a view "
       "(default 0)\n"
@@ -1217,6 +1220,16 @@ static void usage_error(const char *format, ...)
   fputs("\n(aoi-bench --help lists the options)\n", stderr);
   va_end(args);
   exit(BENCH_EXIT_USAGE);
+}
+
+/* 1 for "on", 0 for "off"; anything else is a usage error. */
+static int parse_switch(const char *flag, const char *value)
+{
+  if (strcmp(value, "on") == 0)
+    return 1;
+  if (strcmp(value, "off") != 0)
+    usage_error("%s: '%s' is neither on nor off", flag, value);
+  return 0;
 }
 
 static uint64_t parse_unsigned(const char *flag, const char *text,
@@ -1514,14 +1527,11 @@ static void parse_options(int argc, char **argv, bench_options *o)
       parse_bands(value, o);
     else if (strcmp(flag, "--flood") == 0)
       o->flood = (unsigned)parse_unsigned(flag, value, 1, 1024);
-    else if (strcmp(flag, "--moves") == 0) {
-      if (strcmp(value, "on") == 0)
-        o->moves = 1;
-      else if (strcmp(value, "off") == 0)
-        o->moves = 0;
-      else
-        usage_error("--moves: '%s' is neither on nor off", value);
-    } else if (strcmp(flag, "--shape") == 0) {
+    else if (strcmp(flag, "--moves") == 0)
+      o->moves = parse_switch(flag, value);
+    else if (strcmp(flag, "--pin") == 0)
+      o->pin = parse_switch(flag, value);
+    else if (strcmp(flag, "--shape") == 0) {
       if (strcmp(value, "circle") == 0)
         o->shape = AOI_SHAPE_CIRCLE;
       else if (strcmp(value, "square") == 0)

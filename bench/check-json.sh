@@ -13,7 +13,8 @@
 # algorithm's keys (algo_NAME_*), numbers for those --baseline ran and null
 # for the others, and "baseline" names the first. "refs" is false, but
 # true in a run with --refs, whose checksums must equal those of the same
-# run without it (moves by reference are moves); likewise "batch". A run
+# run without it (moves by reference are moves); likewise "batch", and
+# "pin" with --pin on (workers bound to CPUs). A run
 # with --sparse-ids says so and agrees with its baseline. Where python3 exists,
 # every line must also parse as JSON. No timing is checked.
 set -u
@@ -70,6 +71,8 @@ check() {
   [ "$n" -eq "$want" ] || { echo "check-json: bad refs key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"batch":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad batch key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"pin":(true|false)[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad pin key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"sparse_ids":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad sparse_ids key" >&2; fail=1; }
   if command -v python3 >/dev/null 2>&1; then
@@ -203,6 +206,17 @@ same_moves() {
 }
 same_moves refs
 same_moves batch
+
+# Workers bound to CPUs (--pin on) give the same events, and say so.
+run_json "$tmp/pin" "the --pin on run" --pin on --scenario churn,flood,teleport \
+  --entities 400 --ticks 3 --threads 1,2 --shards 3 --flood 3 --no-baseline
+check "$tmp/pin" 6
+n=$(grep -c '"pin":true' "$tmp/pin")
+[ "$n" -eq 6 ] || { echo "check-json: pin is not true with --pin on" >&2; fail=1; }
+if [ "$(checksums "$tmp/pin")" != "$(checksums "$tmp/ids")" ]; then
+  echo "check-json: workers bound to CPUs gave other events" >&2
+  fail=1
+fi
 
 # Ids spread over 64 bits (hashed by the id map) give other ids, so other
 # checksums, but the same events as the baseline's, which the bench

@@ -42,6 +42,7 @@ expect 2 --shards 5000
 expect 2 --scenario nosuch
 expect 2 --scenario uniform,nosuch
 expect 2 --moves maybe
+expect 2 --pin maybe
 expect 2 --shape hexagon
 expect 2 --shape cells
 expect 2 --shape cells 0

@@ -192,6 +192,8 @@ void report_human(const bench_options *o, const scenario_result *s)
          " warm-up; max_radius %g\n",
          o->hysteresis, o->moves ? "on" : "off", o->seed, o->ticks,
          (double)s->max_radius);
+  if (o->pin)
+    printf("  pin         each worker bound to a CPU (aoi_config.pin_threads)\n");
   if (o->refs)
     printf("  refs        the engine's moves by aoi_move_ref, each entity's"
            " reference taken at its add\n");
@@ -370,6 +372,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "hysteresis", o->hysteresis);
   json_bool(&j, "moves", o->moves);
   json_bool(&j, "refs", o->refs);
+  json_bool(&j, "pin", o->pin);
   json_bool(&j, "sparse_ids", o->sparse_ids);
   json_bool(&j, "batch", o->batch);
   json_number(&j, "appeal_share", o->appeal_share);

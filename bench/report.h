@@ -32,6 +32,7 @@ typedef struct bench_options {
   int refs; /* --refs: the engine's moves go through aoi_move_ref */
   int batch; /* --batch: the engine's moves go through aoi_move_many */
   int sparse_ids; /* --sparse-ids: ids spread over 64 bits */
+  int pin;        /* --pin on: aoi_config.pin_threads */
   /* --baseline: the algorithms run beside the engine, the first one the
      "baseline" of the JSON's baseline_* keys; none with --no-baseline */
   const algo_class *algos[ALGO_COUNT];

@@ -154,6 +154,16 @@ typedef struct aoi_config {
      marker was last told (8 more bytes per view entry). */
   aoi_move_band move_bands[AOI_MAX_MOVE_BANDS];
   unsigned move_band_count;
+  /* Whether each worker thread is bound to a CPU (default 0: the OS
+     places them). 1: worker i is bound to the i-th CPU, wrapping around,
+     of those the thread that calls aoi_create may run on (give that
+     thread the CPUs the workers should use). Without it, once the host
+     thread has run alone for a while (a heavy frame of game logic before
+     the tick), the OS may put two workers on one core while another
+     idles, and the tick takes up to twice as long (README, Performance:
+     the flood cliff). Linux only: elsewhere 1 is AOI_EINVAL. Other
+     values: AOI_EINVAL. */
+  unsigned pin_threads;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
 } aoi_config;

@@ -7,6 +7,8 @@
 #include "internal.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -84,6 +86,7 @@ void aoi_config_default(aoi_config *config)
   config->shape = AOI_SHAPE_CIRCLE;
   config->cell_size = 0;
   config->rebalance_interval = 16;
+  config->pin_threads = 0;
   config->allocator = NULL;
 }
 
@@ -120,8 +123,43 @@ static bool config_valid(const aoi_config *c)
   const aoi_allocator *a = c->allocator;
   if (a != NULL && (a->alloc == NULL || a->realloc == NULL || a->free == NULL))
     return false;
+#ifdef __linux__
+  if (c->pin_threads > 1)
+    return false;
+#else
+  if (c->pin_threads != 0)
+    return false;
+#endif
   return true;
 }
+
+#ifdef __linux__
+/* Binds worker i to the i-th CPU, wrapping around, of those the calling
+   thread may run on (aoi_config.pin_threads). */
+static int pin_workers(aoi_world *w)
+{
+  cpu_set_t allowed;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed) != 0)
+    return AOI_ESYS;
+  unsigned n = (unsigned)CPU_COUNT(&allowed);
+  if (n == 0)
+    return AOI_ESYS;
+  for (unsigned i = 0; i < w->threads; i++) {
+    /* the (i mod n)-th CPU of the set */
+    unsigned skip = i % n;
+    int cpu = 0;
+    for (;; cpu++)
+      if (CPU_ISSET(cpu, &allowed) && skip-- == 0)
+        break;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(w->workers[i].thread, sizeof(one), &one) != 0)
+      return AOI_ESYS;
+  }
+  return 0;
+}
+#endif
 
 /* The least double s with sqrt(s) > d, for a finite d >= 0: sqrt is
    correctly rounded and never decreases, so sqrt(s) > d exactly when s is
@@ -292,6 +330,10 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     }
     k->started = true;
   }
+#ifdef __linux__
+  if (config->pin_threads != 0 && (rc = pin_workers(w)) != 0)
+    goto fail;
+#endif
   w->stats.threads = w->threads;
   w->stats.shards = w->shard_count;
   w->stats.shard_entities = w->shard_entities;

@@ -305,6 +305,8 @@ static void allocator_no_realloc(aoi_config *c)
   c->allocator = &null_realloc;
 }
 static void allocator_no_free(aoi_config *c) { c->allocator = &null_free; }
+static void pin_two(aoi_config *c) { c->pin_threads = 2; }
+static void pin_max(aoi_config *c) { c->pin_threads = UINT32_MAX; }
 
 /* Move bands: n of them, from `bands`. */
 static void set_bands(aoi_config *c, const aoi_move_band *bands, unsigned n)
@@ -402,6 +404,8 @@ static void test_create_rejects_bad_config(void **state)
       {"allocator without alloc", allocator_no_alloc, 0},
       {"allocator without realloc", allocator_no_realloc, 0},
       {"allocator without free", allocator_no_free, 0},
+      {"pin_threads 2", pin_two, 0},
+      {"pin_threads UINT32_MAX", pin_max, 0},
       {"9 move bands", bands_nine, 1},
       {"UINT_MAX move bands", bands_count_max, 1},
       {"a band at NaN", band_distance_nan, 1},
@@ -441,6 +445,75 @@ static void test_create_rejects_bad_config(void **state)
   assert_ptr_equal(w, sentinel);
   assert_int_equal(aoi_create(&c, NULL), AOI_EINVAL);
 }
+
+#ifdef __linux__
+#include <dirent.h>
+#include <sched.h>
+/* How many of this process's threads may run on one CPU only (from
+   /proc/self/task/<tid>/status). */
+static unsigned threads_on_one_cpu(void)
+{
+  DIR *d = opendir("/proc/self/task");
+  assert_non_null(d);
+  unsigned one = 0;
+  struct dirent *t;
+  while ((t = readdir(d)) != NULL) {
+    if (t->d_name[0] == '.')
+      continue;
+    char path[320], line[256];
+    snprintf(path, sizeof(path), "/proc/self/task/%s/status", t->d_name);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) /* the thread is gone */
+      continue;
+    while (fgets(line, sizeof(line), f) != NULL) {
+      int a, b;
+      char end;
+      if (sscanf(line, "Cpus_allowed_list: %d-%d", &a, &b) == 2 ||
+          sscanf(line, "Cpus_allowed_list: %d,%d", &a, &b) == 2)
+        break; /* more than one */
+      if (sscanf(line, "Cpus_allowed_list: %d%c", &a, &end) == 2 &&
+          end == '\n') {
+        one++;
+        break;
+      }
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return one;
+}
+
+/* pin_threads binds each worker to one CPU of the creating thread's set;
+   without it they keep the whole set. The events are the same either way
+   (test_differential); here, where the threads run. */
+static void test_pin_threads(void **state)
+{
+  (void)state;
+  cpu_set_t allowed;
+  assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2)
+    skip(); /* on one CPU every thread is on one CPU */
+  unsigned before = threads_on_one_cpu();
+  for (unsigned pin = 0; pin <= 1; pin++) {
+    aoi_config c;
+    aoi_config_default(&c);
+    c.threads = 3; /* wraps around on a machine of 2 */
+    c.pin_threads = pin;
+    aoi_world *w = NULL;
+    assert_int_equal(aoi_create(&c, &w), 0);
+    assert_int_equal(threads_on_one_cpu(), before + (pin ? 3 : 0));
+    assert_int_equal(aoi_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const aoi_event *events;
+    size_t count;
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].id, 2);
+    aoi_destroy(w);
+  }
+}
+#endif
 
 /* The edges of the ranges are accepted. */
 static void test_create_accepts_edge_config(void **state)
@@ -2432,6 +2505,9 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_default),
       cmocka_unit_test(test_create_rejects_bad_config),
+#ifdef __linux__
+      cmocka_unit_test(test_pin_threads),
+#endif
       cmocka_unit_test(test_create_accepts_edge_config),
       cmocka_unit_test(test_destroy_null),
       cmocka_unit_test(test_null_arguments),

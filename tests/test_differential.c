@@ -1612,6 +1612,11 @@ static void setup_case(diff_case *c, unsigned seed, aoi_shape shape) {
      change. Drawn from the seed, not the stream, to keep the stream. */
   static const unsigned rebalance[] = {0, 1, 2, 3, 16};
   c->config.rebalance_interval = rebalance[seed % 5];
+#ifdef __linux__
+  /* Workers bound to CPUs (wrapping around when they outnumber them)
+     must not change the events either. */
+  c->config.pin_threads = seed % 3 == 1;
+#endif
   c->area_min_x = min_x < max_x ? min_x : 0;
   c->area_max_x = min_x < max_x ? max_x : 1000;
   c->area_min_y = min_y < max_y ? min_y : 0;
