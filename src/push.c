@@ -340,9 +340,21 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
   return 0;
 }
 
-/* Sorts a watcher's pushes by kind (leaves, enters, moves), then id. */
+/* Sorts a watcher's pushes by kind (leaves, enters, moves), then id. Two,
+   the usual number, are put in order by an index rather than a branch:
+   which comes first is as random as the crowd. */
 static void sort_pushes(aoi__push *p, uint32_t n)
 {
+  if (n == 2) {
+    uint32_t k0 = p[0].qk >> AOI__PUSH_KIND_SHIFT;
+    uint32_t k1 = p[1].qk >> AOI__PUSH_KIND_SHIFT;
+    unsigned swap = (unsigned)(k1 < k0) | ((unsigned)(k1 == k0) &
+                                            (unsigned)(p[1].id < p[0].id));
+    aoi__push first = p[swap], second = p[swap ^ 1];
+    p[0] = first;
+    p[1] = second;
+    return;
+  }
   for (uint32_t i = 1; i < n; i++) {
     aoi__push v = p[i];
     uint32_t kind = v.qk >> AOI__PUSH_KIND_SHIFT;
