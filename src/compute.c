@@ -5,7 +5,8 @@
  * The shard indexes its owned entities, ghosts and departures in a uniform
  * grid, read in place (the markers that changed this tick first in each
  * cell, departures apart, and only when some watcher may need them;
- * index_shard). Then its work list: the watchers that changed or
+ * index_shard), and once in a while puts its entities in the grid's
+ * order (order_entities). Then its work list: the watchers that changed or
  * whose view is stale, and those with a changed marker or a departure
  * within their reach; any other watcher is skipped without reading its
  * view. The quiet watchers (unchanged, no policy, about the usual reach)
