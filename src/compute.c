@@ -60,14 +60,14 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     const aoi__entity *e = &s->entities[i];
     it->x = e->x;
     it->y = e->y;
-    it->id = e->id;
-    it->handle = e->handle;
+    it->entry.id = e->id;
+    it->entry.handle = e->handle;
     /* no layers for one that is no marker: a layer test then says both
        (meet_hits) */
-    it->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
-    it->slot = i;
-    it->radius = e->radius;
-    it->interest = (e->flags & AOI_WATCHER) ? e->interest : 0;
+    it->entry.layers = (e->flags & AOI_MARKER) ? e->layers : 0;
+    it->entry.slot = i;
+    it->entry.radius = e->radius;
+    it->entry.interest = (e->flags & AOI_WATCHER) ? e->interest : 0;
     uint32_t info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
       info |= AOI__ENTRY_MARKER;
@@ -82,7 +82,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
       info |= AOI__ENTRY_CHANGED;
     if (e->stale)
       info |= AOI__ENTRY_STALE;
-    it->info = info;
+    it->entry.info = info;
     return;
   }
   i -= s->count;
@@ -90,12 +90,12 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
       i < src->ghosts ? &s->ghosts[i] : &s->departed[i - src->ghosts];
   it->x = g->x;
   it->y = g->y;
-  it->id = g->id;
-  it->handle = g->handle;
-  it->layers = g->layers;
-  it->slot = AOI__NONE;
-  it->radius = 0;
-  it->interest = 0;
+  it->entry.id = g->id;
+  it->entry.handle = g->handle;
+  it->entry.layers = g->layers;
+  it->entry.slot = AOI__NONE;
+  it->entry.radius = 0;
+  it->entry.interest = 0;
   uint32_t info = (g->kind & AOI__GHOST_DEPARTED) ? AOI__ENTRY_DEPARTED
                   : (g->kind & AOI__GHOST_CHANGED)
                       ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
@@ -104,7 +104,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     info |= AOI__ENTRY_MOVED;
   if (g->kind & AOI__GHOST_APPEAL)
     info |= AOI__ENTRY_APPEAL;
-  it->info = info;
+  it->entry.info = info;
 }
 
 /* Indexes the shard's entities, ghosts and departures in its grid: the

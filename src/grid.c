@@ -376,13 +376,15 @@ bool aoi__grid_valid(const aoi__grid *grid)
       double box[4] = {grid->x[i], grid->y[i], grid->x[i], grid->y[i]};
       uint32_t r[4];
       aoi__grid_range(grid, box, r);
-      if (aoi__grid_slot(grid->entry[i].info, r[1] * grid->width + r[0], cells) != k)
+      if (aoi__grid_slot(grid->entry[i].info, r[1] * grid->width + r[0],
+                         cells) != k)
         return false;
     }
   }
   uint32_t all[4] = {0, 0, grid->width - 1, grid->height - 1}, dirty = 0;
   for (uint32_t i = 0; i < grid->count; i++)
-    dirty += (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_CHANGED)) &&
-             (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_MARKER));
+    dirty +=
+        (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_CHANGED)) &&
+        (grid->entry[i].info & (AOI__ENTRY_DEPARTED | AOI__ENTRY_MARKER));
   return aoi__grid_dirty(grid, all) == dirty;
 }

@@ -108,16 +108,15 @@ typedef struct aoi__grid {
   float *x, *y; /* apart, for the scans' vector loads */
   aoi__grid_entry *entry; /* within entry_block, on a 64-byte boundary */
   void *entry_block;      /* capacity entries and a line, as allocated */
-  uint32_t *cell; /* scratch for the build */
+  /* scratch: keys in the build, then quiet watchers' places (push.c) or
+     the entities' new slots (order_entities, compute.c) */
+  uint32_t *cell;
 } aoi__grid;
 
-/* One entry to index. */
+/* One entry to index: where it lies, and what the grid keeps of it. */
 typedef struct aoi__grid_item {
   float x, y;
-  uint64_t id;
-  uint32_t handle, layers, info, slot;
-  float radius;
-  uint32_t interest;
+  aoi__grid_entry entry;
 } aoi__grid_item;
 
 /* Reads entry i of a source of entries to index. */
@@ -216,7 +215,7 @@ aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
     return rc;
   for (uint32_t i = 0; i < count; i++) {
     read(source, i, &it);
-    uint32_t key = aoi__grid_key(grid, it.x, it.y, it.info);
+    uint32_t key = aoi__grid_key(grid, it.x, it.y, it.entry.info);
     grid->cell[i] = key;
     grid->start[key + 1]++;
   }
@@ -227,9 +226,7 @@ aoi__grid_build_from(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
     uint32_t at = grid->start[grid->cell[i]]++;
     grid->x[at] = it.x;
     grid->y[at] = it.y;
-    grid->entry[at] = (aoi__grid_entry){it.id,     it.handle, it.layers,
-                                        it.info,   it.slot,   it.radius,
-                                        it.interest};
+    grid->entry[at] = it.entry;
   }
   aoi__grid_finish(grid);
   return 0;

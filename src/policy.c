@@ -104,10 +104,10 @@ int aoi__find_appeals(aoi__worker *k, aoi__shard *s)
     for (uint32_t cy = r[1]; cy <= r[3]; cy++)
       for (uint32_t j = aoi__grid_row_begin(g, cy, r[0]);
            j < aoi__grid_row_end(g, cy, r[2]); j++) {
-        if ((g->entry[j].info & want) != want || !(g->entry[j].radius < appeal) ||
+        if ((g->entry[j].info & want) != want ||
+            !(g->entry[j].radius < appeal) ||
             g->entry[j].handle == g->entry[i].handle ||
-            !aoi__within(&w->shape, g->x[j], g->y[j], g->x[i], g->y[i],
-                         reach))
+            !aoi__within(&w->shape, g->x[j], g->y[j], g->x[i], g->y[i], reach))
           continue;
         if ((rc = aoi__reserve(a, (void **)&k->appeal_pairs,
                                &k->appeal_pair_capacity, pairs + 1,
@@ -162,8 +162,8 @@ static inline bool add_pick(aoi__worker *k, const aoi__entity *e,
                             const aoi__grid *g, uint32_t i, double base,
                             uint32_t how, uint32_t *n)
 {
-  return add_pick_at(k, e, g->entry[i].handle, g->entry[i].id, g->x[i], g->y[i], base,
-                     how, n);
+  return add_pick_at(k, e, g->entry[i].handle, g->entry[i].id, g->x[i], g->y[i],
+                     base, how, n);
 }
 
 /* Whether grid entry i is a marker that watcher e's own radius must find:
@@ -173,7 +173,8 @@ static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
                               const aoi__grid *g, uint32_t i, bool any_appeal)
 {
   uint32_t info = g->entry[i].info;
-  return (info & AOI__ENTRY_MARKER) && (g->entry[i].layers & e->interest) != 0 &&
+  return (info & AOI__ENTRY_MARKER) &&
+         (g->entry[i].layers & e->interest) != 0 &&
          g->entry[i].handle != e->handle &&
          !(any_appeal && (info & AOI__ENTRY_APPEAL) &&
            w->appeal[g->entry[i].handle] > e->radius);
@@ -233,8 +234,10 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
   }
   for (uint32_t j = 0; j < nappeals; j++) {
     uint32_t i = appeals[j];
-    if ((g->entry[i].layers & e->interest) != 0 && !aoi__is_member(k, g->entry[i].handle) &&
-        !add_pick(k, e, g, i, w->appeal[g->entry[i].handle], AOI__PICK_APPEAL, n))
+    if ((g->entry[i].layers & e->interest) != 0 &&
+        !aoi__is_member(k, g->entry[i].handle) &&
+        !add_pick(k, e, g, i, w->appeal[g->entry[i].handle], AOI__PICK_APPEAL,
+                  n))
       return false;
   }
   double at[4] = {e->x, e->y, e->x, e->y};

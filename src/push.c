@@ -123,8 +123,7 @@ static inline __attribute__((always_inline)) int
 visit_quiet(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
             const aoi__shape *shape, uint32_t i, const change *c, bool fresh)
 {
-  if (!(g->entry[i].info & AOI__ENTRY_QUIET) ||
-      g->entry[i].handle == c->handle)
+  if (!(g->entry[i].info & AOI__ENTRY_QUIET) || g->entry[i].handle == c->handle)
     return 0;
   return visit(k, s, g, shape, i, c, fresh);
 }
@@ -270,9 +269,10 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
     if (rc != 0)
       return rc;
     const aoi__mark *m = &mark[h];
-    change c = {g->entry[i].id,  h,    HELD_BY_DEPARTURE, g->x[i],
-                g->y[i],   g->entry[i].layers, m->x,      m->y,
-                m->layers, m->moved == (uint32_t)tick};
+    change c = {.id = g->entry[i].id, .handle = h, .rule = HELD_BY_DEPARTURE,
+                .ox = g->x[i], .oy = g->y[i],
+                .old_layers = g->entry[i].layers, .nx = m->x, .ny = m->y,
+                .new_layers = m->layers, .moved = m->moved == (uint32_t)tick};
     if ((rc = push_change(k, s, g, &c, reach)) != 0)
       return rc;
   }
@@ -292,10 +292,10 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
           return rc;
         const aoi__mark *m = &mark[h];
         bool moved = m->moved == (uint32_t)tick;
-        change c = {g->entry[i].id, h,          moved ? HELD_BY_NONE : HELD_BY_VIEW,
-                    0,        0,          0,
-                    g->x[i],  g->y[i],    g->entry[i].layers,
-                    moved};
+        change c = {.id = g->entry[i].id, .handle = h,
+                    .rule = moved ? HELD_BY_NONE : HELD_BY_VIEW,
+                    .nx = g->x[i], .ny = g->y[i],
+                    .new_layers = g->entry[i].layers, .moved = moved};
         if ((rc = push_change(k, s, g, &c, reach)) != 0)
           return rc;
       }
@@ -348,8 +348,8 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   if (n == 2) {
     uint32_t k0 = p[0].qk >> AOI__PUSH_KIND_SHIFT;
     uint32_t k1 = p[1].qk >> AOI__PUSH_KIND_SHIFT;
-    unsigned swap = (unsigned)(k1 < k0) | ((unsigned)(k1 == k0) &
-                                            (unsigned)(p[1].id < p[0].id));
+    unsigned swap = (unsigned)(k1 < k0) |
+                    ((unsigned)(k1 == k0) & (unsigned)(p[1].id < p[0].id));
     aoi__push first = p[swap], second = p[swap ^ 1];
     p[0] = first;
     p[1] = second;

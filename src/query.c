@@ -76,7 +76,8 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
         for (uint32_t i = aoi__grid_row_begin(g, cy, r[0]);
              i < aoi__grid_row_end(g, cy, r[2]); i++) {
           const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_MARKER;
-          if ((g->entry[i].info & want) != want || (g->entry[i].layers & layer_mask) == 0)
+          if ((g->entry[i].info & want) != want ||
+              (g->entry[i].layers & layer_mask) == 0)
             continue;
           if (!aoi__within(&circle, x, y, g->x[i], g->y[i], radius))
             continue;

@@ -138,12 +138,12 @@ static void grid_matches_scan(void **state)
       items[i].y = coord(400);
       if (round % 5 == 1 && i % 97 == 0)
         items[i].x = (next() & 1) ? 1e30f : -3e7f; /* outliers */
-      items[i].id = i;
-      items[i].handle = i;
+      items[i].entry.id = i;
+      items[i].entry.handle = i;
       /* every class: changed markers, other markers, no marker, and
          departures */
       uint32_t kind = (uint32_t)(next() % 4);
-      items[i].info = kind == 0   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
+      items[i].entry.info = kind == 0   ? AOI__ENTRY_MARKER | AOI__ENTRY_CHANGED
                       : kind == 1 ? AOI__ENTRY_MARKER
                       : kind == 2 ? AOI__ENTRY_WATCHER
                                   : AOI__ENTRY_DEPARTED;
@@ -155,7 +155,7 @@ static void grid_matches_scan(void **state)
     /* the first class of every cell holds exactly the changed markers */
     uint32_t changed = 0, listed = 0;
     for (uint32_t i = 0; i < n; i++)
-      changed += (items[i].info & AOI__ENTRY_CHANGED) != 0;
+      changed += (items[i].entry.info & AOI__ENTRY_CHANGED) != 0;
     for (uint32_t c = 0; c < g.width * g.height; c++)
       for (uint32_t i = g.start[AOI__GRID_CLASSES * c];
            i < g.start[AOI__GRID_CLASSES * c + 1]; i++) {
