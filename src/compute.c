@@ -818,24 +818,27 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
     }
     return;
   }
+  /* Moves alone (most watchers) are written from the pushes; the rest
+     read their views, their entities fetched ahead (they are scattered).
+     The work list is done: its room holds the rest. */
+  uint32_t *rest = (uint32_t *)k->work;
+  uint32_t nr = aoi__push_moves(k, rest);
   const uint32_t *start = k->push_start;
-  for (uint32_t q = 0; q < nq; q++) {
-    /* Entities are scattered: fetch ahead that of one whose view its
-       events change (moves alone read neither). */
-    if (q + 16 < nq && aoi__push_reads_view(k, q + 16)) {
-      const aoi__entity *far = &s->entities[quiet[q + 16].slot];
+  for (uint32_t r = 0; r < nr; r++) {
+    if (r + 16 < nr) {
+      const aoi__entity *far = &s->entities[quiet[rest[r + 16]].slot];
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);
     }
-    if (q + 10 < nq)
-      aoi__push_prefetch(k, &s->entities[quiet[q + 10].slot], q + 10, false);
-    if (q + 5 < nq)
-      aoi__push_prefetch(k, &s->entities[quiet[q + 5].slot], q + 5, true);
-    uint32_t n = start[q + 1] - start[q];
-    if (n == 0)
-      continue;
+    if (r + 10 < nr)
+      aoi__push_prefetch(k, &s->entities[quiet[rest[r + 10]].slot],
+                         rest[r + 10], false);
+    if (r + 5 < nr)
+      aoi__push_prefetch(k, &s->entities[quiet[rest[r + 5]].slot],
+                         rest[r + 5], true);
+    uint32_t q = rest[r], n = start[q + 1] - start[q];
     aoi__entity *e = &s->entities[quiet[q].slot];
-    if (n > 16 && n > e->view.count / 2 + 16) {
+    if (n > AOI__PUSH_MOVES_MAX && n > e->view.count / 2 + 16) {
       compute_watcher(k, e, g, fine, UINT32_MAX, quiet[q].slot, appeals,
                       tick);
       continue;
@@ -895,6 +898,26 @@ static void order_entities(aoi__worker *k, aoi__shard *s, aoi__grid *g)
   aoi__location *location = k->world->location;
   for (uint32_t i = 0; i < n; i++)
     location[es[i].handle].slot = i;
+}
+
+/* Fetches ahead the first lines of each grid row within `reach` of
+   (x, y): a watcher of a sparse work list finds them cold (its neighbours
+   in the list stand cells away), and the hardware follows a row once it
+   has begun. */
+static void prefetch_reach(const aoi__worker *k, const aoi__grid *g, float x,
+                           float y, double reach)
+{
+  double box[4];
+  uint32_t r[4];
+  aoi__reach_box(&k->world->shape, x, y, reach, box);
+  aoi__grid_range(g, box, r);
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t at = aoi__grid_row_begin(g, cy, r[0]);
+    __builtin_prefetch(&g->x[at]);
+    __builtin_prefetch(&g->y[at]);
+    __builtin_prefetch(&g->entry[at]);
+    __builtin_prefetch((const char *)&g->entry[at] + AOI__LINE);
+  }
 }
 
 void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
@@ -993,12 +1016,20 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     }
     work[nw++] = (uint64_t)dirty << 32 | g->entry[i].slot;
   }
+  /* a sparse list (a few walkers in a standing crowd): the rows of each
+     one's reach are cold */
+  bool sparse = (uint64_t)nw * 4 < s->count;
   for (uint32_t j = 0; j < nw; j++) {
     /* Views and entities are scattered: fetch ahead. */
     if (j + 8 < nw) { /* 80 bytes: the view lies on the next line */
       const aoi__entity *far = &s->entities[(uint32_t)work[j + 8]];
       __builtin_prefetch(far);
       __builtin_prefetch(&far->view);
+    }
+    if (sparse && j + 6 < nw) {
+      const aoi__entity *ahead = &s->entities[(uint32_t)work[j + 6]];
+      prefetch_reach(k, g, ahead->x, ahead->y,
+                     (double)ahead->radius + hysteresis);
     }
     if (j + 4 < nw) {
       const aoi__entity *ahead = &s->entities[(uint32_t)work[j + 4]];

@@ -111,10 +111,16 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
    AOI_ENOMEM (then nothing changed). */
 int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
                      aoi__push *p, uint32_t n);
-/* Whether quiet watcher q's pushes hold an enter or a leave: only then
-   does aoi__push_finish read its entity and view (moves alone are written
-   from the pushes). After aoi__push_collect. */
-bool aoi__push_reads_view(const aoi__worker *k, uint32_t q);
+/* The most pushes a quiet watcher's moves are written from, without a
+   look at its view (more may be a standing spectator's, which
+   compute_quiet computes whole when they are most of its view). */
+#define AOI__PUSH_MOVES_MAX 16u
+/* Writes the record of every quiet watcher whose pushes are moves alone,
+   at most AOI__PUSH_MOVES_MAX, from the pushes: neither its entity nor its
+   view is read. The other quiet watchers with pushes are listed in rest[]
+   (room for k->quiet_count), in order: their count. After
+   aoi__push_collect. */
+uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest);
 /* Fetches ahead what aoi__push_finish will read of quiet watcher q (entity
    e), whose entity was fetched before, if it reads any (else it returns at
    once, without touching e): with `ids` (a later stage, when the view's

@@ -370,9 +370,50 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   }
 }
 
-bool aoi__push_reads_view(const aoi__worker *k, uint32_t q)
+uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
 {
-  return (k->push_kinds[q] & ~(1u << AOI__PUSH_MOVE)) != 0;
+  const uint32_t *start = k->push_start;
+  const uint8_t *kinds = k->push_kinds;
+  const uint8_t moves = 1u << AOI__PUSH_MOVE;
+  uint32_t nq = k->quiet_count, nr = 0;
+  uint64_t need = 0;
+  for (uint32_t q = 0; q < nq; q++) {
+    uint32_t n = start[q + 1] - start[q];
+    if (n == 0)
+      continue;
+    if (kinds[q] == moves && n <= AOI__PUSH_MOVES_MAX)
+      need += AOI__RECORD_HEADER + n; /* one word of numbers: n < 1024 */
+    else
+      rest[nr++] = q;
+  }
+  if (need == 0)
+    return nr;
+  aoi__segment *seg = &k->world->segments[k->index];
+  /* (and the room a record's reservation leaves for a long header) */
+  need += AOI__RECORD_LONG_HEADER - AOI__RECORD_HEADER;
+  if (seg->count + need > UINT32_MAX / 2 ||
+      aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
+                         &seg->capacity, (uint32_t)(seg->count + need),
+                         sizeof(uint32_t)) != 0) {
+    /* each is then written alone, and fails alone */
+    nr = 0;
+    for (uint32_t q = 0; q < nq; q++)
+      if (start[q + 1] > start[q])
+        rest[nr++] = q;
+    return nr;
+  }
+  for (uint32_t q = 0; q < nq; q++) {
+    uint32_t n = start[q + 1] - start[q];
+    if (n == 0 || kinds[q] != moves || n > AOI__PUSH_MOVES_MAX)
+      continue;
+    aoi__push *p = k->pushed + start[q];
+    sort_pushes(p, n);
+    uint32_t *out = seg->words + seg->count + AOI__RECORD_HEADER;
+    for (uint32_t j = 0; j < n; j++)
+      out[j] = p[j].handle;
+    aoi__commit_record(k, k->quiet[q].handle, 0, 0, n);
+  }
+  return nr;
 }
 
 void aoi__push_prefetch(const aoi__worker *k, const aoi__entity *e,
