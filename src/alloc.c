@@ -54,16 +54,22 @@ static int grow(const aoi_allocator *a, void **array, uint32_t *cap,
   return 0;
 }
 
+/* What aoi__reserve grows an array of capacity `cap` to, for `need`. */
+static uint64_t reserve_capacity(uint32_t cap, uint32_t need)
+{
+  uint64_t capacity = (uint64_t)need + need / 8;
+  uint64_t half_again = (uint64_t)cap + cap / 2;
+  if (capacity < half_again)
+    capacity = half_again;
+  return capacity < 8 ? 8 : capacity;
+}
+
 int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t need, size_t elem)
 {
   if (need <= *cap)
     return 0;
-  uint64_t capacity = (uint64_t)need + need / 8;
-  uint64_t half_again = (uint64_t)*cap + *cap / 2;
-  if (capacity < half_again)
-    capacity = half_again;
-  return grow(a, array, cap, capacity < 8 ? 8 : capacity, elem);
+  return grow(a, array, cap, reserve_capacity(*cap, need), elem);
 }
 
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
@@ -83,15 +89,75 @@ uint32_t aoi__roomy(uint32_t need, uint32_t hint)
   return want > UINT32_MAX - 7 ? UINT32_MAX - 7 : (uint32_t)want;
 }
 
+/* What aoi__shrink makes of an array of capacity `cap`: `cap` when it
+   keeps it. */
+static uint32_t shrink_capacity(uint32_t cap, uint32_t recent)
+{
+  if (cap <= 64 || cap / 4 <= recent)
+    return cap;
+  return aoi__roomy(recent, 32);
+}
+
 void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t recent, size_t elem)
 {
-  if (*cap <= 64 || *cap / 4 <= recent)
+  uint32_t capacity = shrink_capacity(*cap, recent);
+  if (capacity == *cap)
     return;
-  uint32_t capacity = aoi__roomy(recent, 32);
   void *p = aoi__realloc(a, *array, elem * *cap, elem * capacity);
   if (p == NULL)
     return;
   *array = p;
   *cap = capacity;
+}
+
+/* ---- arrays on a line --------------------------------------------------- */
+
+/* Resizes a lined array to `capacity` items: the block is reallocated, and
+   the items move to the new block's first line boundary when the
+   allocator put them elsewhere. */
+static int resize_lined(const aoi_allocator *a, void **block, void **array,
+                        uint32_t *cap, uint64_t capacity, size_t elem)
+{
+  if (capacity > UINT32_MAX)
+    capacity = UINT32_MAX;
+  if (capacity > (SIZE_MAX - AOI__LINE) / elem)
+    return AOI_ENOMEM;
+  size_t old = elem * *cap, now = elem * (size_t)capacity;
+  size_t offset = *block ? (size_t)((char *)*array - (char *)*block) : 0;
+  char *p = aoi__realloc(a, *block, *block ? old + AOI__LINE : 0,
+                         now + AOI__LINE);
+  if (p == NULL)
+    return AOI_ENOMEM;
+  char *at = (char *)(((uintptr_t)p + AOI__LINE - 1) &
+                      ~(uintptr_t)(AOI__LINE - 1));
+  if (at != p + offset && old > 0)
+    memmove(at, p + offset, old < now ? old : now);
+  *block = p;
+  *array = at;
+  *cap = (uint32_t)capacity;
+  return 0;
+}
+
+int aoi__reserve_lined(const aoi_allocator *a, void **block, void **array,
+                       uint32_t *cap, uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  return resize_lined(a, block, array, cap, reserve_capacity(*cap, need),
+                      elem);
+}
+
+void aoi__shrink_lined(const aoi_allocator *a, void **block, void **array,
+                       uint32_t *cap, uint32_t recent, size_t elem)
+{
+  uint32_t capacity = shrink_capacity(*cap, recent);
+  if (capacity != *cap) /* a failed shrink keeps the array as it was */
+    (void)resize_lined(a, block, array, cap, capacity, elem);
+}
+
+void aoi__free_lined(const aoi_allocator *a, void *block, uint32_t cap,
+                     size_t elem)
+{
+  aoi__free(a, block, elem * cap + AOI__LINE);
 }

@@ -27,8 +27,8 @@
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *s,
                       aoi__location *location, const aoi__entity *entity)
 {
-  int rc = aoi__reserve(a, (void **)&s->entities, &s->capacity, s->count + 1,
-                        sizeof(aoi__entity));
+  int rc = aoi__reserve_lined(a, &s->entity_block, (void **)&s->entities,
+                              &s->capacity, s->count + 1, sizeof(aoi__entity));
   if (rc != 0)
     return rc;
   uint32_t slot = s->count++;
@@ -63,7 +63,15 @@ static void set_mark(aoi_world *w, const aoi__entity *e)
   m->x = e->x;
   m->y = e->y;
   m->layers = (e->flags & AOI_MARKER) ? e->layers : 0;
-  w->appeal[e->handle] = (e->flags & AOI_MARKER) ? e->appeal : 0;
+}
+
+/* An entity's appeal, the host's: whether it has one is the entity's
+   flag, the appeal itself the world's by handle (for a marker). */
+static void set_appeal(aoi_world *w, aoi__entity *e, float appeal)
+{
+  w->appeal[e->handle] = (e->flags & AOI_MARKER) ? appeal : 0;
+  e->flags = (uint8_t)((e->flags & ~AOI__ENTITY_APPEAL) |
+                       (appeal > 0 ? AOI__ENTITY_APPEAL : 0));
 }
 
 /* Records where a marker stood at the end of the last tick, before its
@@ -103,11 +111,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     e.x = r->x;
     e.y = r->y;
     e.radius = host->radius;
-    e.appeal = host->appeal;
     e.layers = more->layers;
     e.interest = more->interest;
     e.cap = more->cap;
-    e.touched = e.changed = tick;
+    e.touched = e.changed = aoi__stamp(tick);
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       aoi__fail(k, rc);
@@ -115,16 +122,18 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     }
     touch(s, r->handle);
     set_mark(w, &e);
+    set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
     return;
   }
   aoi__location *loc = &w->location[r->handle];
   AOI__ASSERT(loc->shard == s->index && loc->slot < s->count);
   aoi__entity *e = &s->entities[loc->slot];
-  e->changed = tick;
+  uint32_t now = aoi__stamp(tick);
+  e->changed = now;
   if (what & AOI__RECORD_MOVE) {
-    if (e->touched != tick) {
+    if (e->touched != now) {
       depart(s, e);
-      e->touched = tick;
+      e->touched = now;
       touch(s, r->handle);
     }
     e->x = r->x;
@@ -137,11 +146,11 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     e->interest = more->interest;
   }
   if (what & AOI__RECORD_APPEAL)
-    e->appeal = host->appeal;
+    set_appeal(w, e, host->appeal);
   if (what & AOI__RECORD_CAP)
     e->cap = more->cap;
   if (what & AOI__RECORD_REMOVE) {
-    if (e->touched != tick)
+    if (e->touched != now)
       depart(s, e);
     aoi__view_recycle(k, &e->view);
     w->mark[r->handle] = (aoi__mark){w->mark[r->handle].id, 0, 0, 0, 0};
@@ -167,7 +176,7 @@ void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick)
     aoi__mark *m = &w->mark[d->handle];
     bool removed = w->location[d->handle].shard == AOI__NONE;
     if (removed || m->x != d->x || m->y != d->y) {
-      m->moved = (uint32_t)tick;
+      m->moved = aoi__stamp(tick);
       s->departed[kept++] = *d;
     }
   }
@@ -187,10 +196,8 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
        grid's (order_entities, compute.c): fetch ahead */
     if (i + 8 < q->count) {
       uint32_t slot = location[q->records[i + 8].handle].slot;
-      if (slot < s->count) { /* 80 bytes: both lines */
+      if (slot < s->count) /* one line */
         __builtin_prefetch(&s->entities[slot]);
-        __builtin_prefetch((const char *)&s->entities[slot + 1] - 1);
-      }
     }
     apply_record(k, s, q, &q->records[i], tick);
   }
@@ -241,7 +248,7 @@ void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
        order, when many moved: the touched come in handle order, which
        says nothing of where their entities lie. */
     for (uint32_t i = s->count; i-- > 0;)
-      if (relayout || s->entities[i].touched == tick)
+      if (relayout || s->entities[i].touched == aoi__stamp(tick))
         hand_off(k, s, i);
     return;
   }

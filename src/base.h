@@ -112,4 +112,16 @@ static inline void aoi__peak_turn(aoi__peak *peak)
 void aoi__shrink(const aoi_allocator *a, void **array, uint32_t *cap,
                  uint32_t recent, size_t elem);
 
+/* Arrays on a line: *array lies in *block (NULL before the first growth)
+   on a 64-byte boundary, which the allocator does not promise, so that an
+   item of 64 bytes is one line. The block holds *cap items and a line.
+   Grown as aoi__reserve and shrunk as aoi__shrink (the items are copied
+   when the allocator moves them off the boundary); freed whole. */
+int aoi__reserve_lined(const aoi_allocator *a, void **block, void **array,
+                       uint32_t *cap, uint32_t need, size_t elem);
+void aoi__shrink_lined(const aoi_allocator *a, void **block, void **array,
+                       uint32_t *cap, uint32_t recent, size_t elem);
+void aoi__free_lined(const aoi_allocator *a, void *block, uint32_t cap,
+                     size_t elem);
+
 #endif /* AOI_BASE_H */

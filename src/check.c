@@ -189,10 +189,20 @@ bool aoi__shard_valid(const aoi_world *w, const aoi__shard *s)
 {
   if (!aoi__ring_valid(s->ops))
     return false;
+  /* an entity a line (aoi__reserve_lined) */
+  if ((uintptr_t)s->entities % AOI__LINE != 0)
+    return false;
   for (uint32_t i = 0; i < s->count; i++) {
     const aoi__entity *e = &s->entities[i];
     const aoi__location *loc = &w->location[e->handle];
     if (loc->shard != s->index || loc->slot != i)
+      return false;
+    /* a marker's appeal is the world's, and its flag says whether it has
+       one; any other entity has none there */
+    float appeal = w->appeal[e->handle];
+    if ((e->flags & AOI_MARKER)
+            ? ((e->flags & AOI__ENTITY_APPEAL) != 0) != (appeal > 0)
+            : appeal != 0)
       return false;
     if (aoi__layout_shard(&w->layout, e->x, e->y) != s->index)
       return false;

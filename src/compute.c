@@ -71,14 +71,14 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
     uint32_t info = AOI__ENTRY_OWNED;
     if (e->flags & AOI_MARKER) {
       info |= AOI__ENTRY_MARKER;
-      if (e->appeal > 0)
+      if (e->flags & AOI__ENTITY_APPEAL)
         info |= AOI__ENTRY_APPEAL;
       if (e->flags & AOI__ENTITY_MOVED) /* noted by the exchange */
         info |= AOI__ENTRY_MOVED;
     }
     if (e->flags & AOI_WATCHER)
       info |= AOI__ENTRY_WATCHER | (e->cap > 0 ? AOI__ENTRY_CAPPED : 0);
-    if (e->changed == src->tick)
+    if (e->changed == aoi__stamp(src->tick))
       info |= AOI__ENTRY_CHANGED;
     if (e->stale)
       info |= AOI__ENTRY_STALE;
@@ -318,7 +318,7 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
       default:
         break;
       }
-    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
+    } else if (move_events && (resync || m->moved == aoi__stamp(tick))) {
       moves[nm++] = h;
     }
     hs[kept++] = h;
@@ -684,7 +684,7 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
               !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
             aoi__clear_member(k, h);
             nl++;
-          } else if (!move_events || m->moved != (uint32_t)tick) {
+          } else if (!move_events || m->moved != aoi__stamp(tick)) {
             continue;
           }
           aoi__set_moved(k, h);
@@ -825,11 +825,8 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   uint32_t nr = aoi__push_moves(k, rest);
   const uint32_t *start = k->push_start;
   for (uint32_t r = 0; r < nr; r++) {
-    if (r + 16 < nr) {
-      const aoi__entity *far = &s->entities[quiet[rest[r + 16]].slot];
-      __builtin_prefetch(far);
-      __builtin_prefetch(&far->view);
-    }
+    if (r + 16 < nr)
+      __builtin_prefetch(&s->entities[quiet[rest[r + 16]].slot]);
     if (r + 10 < nr)
       aoi__push_prefetch(k, &s->entities[quiet[rest[r + 10]].slot],
                          rest[r + 10], false);
@@ -1021,11 +1018,8 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
   bool sparse = (uint64_t)nw * 4 < s->count;
   for (uint32_t j = 0; j < nw; j++) {
     /* Views and entities are scattered: fetch ahead. */
-    if (j + 8 < nw) { /* 80 bytes: the view lies on the next line */
-      const aoi__entity *far = &s->entities[(uint32_t)work[j + 8]];
-      __builtin_prefetch(far);
-      __builtin_prefetch(&far->view);
-    }
+    if (j + 8 < nw) /* a line, with its view */
+      __builtin_prefetch(&s->entities[(uint32_t)work[j + 8]]);
     if (sparse && j + 6 < nw) {
       const aoi__entity *ahead = &s->entities[(uint32_t)work[j + 6]];
       prefetch_reach(k, g, ahead->x, ahead->y,

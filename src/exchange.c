@@ -84,25 +84,25 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
   double y0 = row > 0 ? l->ycut[row - 1] : -INFINITY;
   double y1 = row + 1 < l->rows ? l->ycut[row] : INFINITY;
   /* the shard's counts and box for the grid, in the same pass */
-  uint32_t capped = 0, unchanged = 0;
+  uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
     /* a mark is read only for an entity moved this tick, and the marks
        lie in handle order, the entities in the grid's: fetch ahead */
-    if (i + 8 < s->count && s->entities[i + 8].touched == tick)
+    if (i + 8 < s->count && s->entities[i + 8].touched == now)
       __builtin_prefetch(&mark[s->entities[i + 8].handle]);
     aoi__box_add(box, e->x, e->y);
     if (e->flags & AOI_WATCHER) {
       capped += e->cap > 0;
-      unchanged += e->changed != tick && !e->stale;
+      unchanged += e->changed != now && !e->stale;
     }
     if (!(e->flags & AOI_MARKER))
       continue;
     /* stored only when it changes: most ticks it does not, and an
        entity's line then stays clean */
-    uint32_t flags = e->flags & ~AOI__ENTITY_MOVED;
-    if (e->touched == tick && mark[e->handle].moved == (uint32_t)tick)
+    uint8_t flags = e->flags & (uint8_t)~AOI__ENTITY_MOVED;
+    if (e->touched == now && mark[e->handle].moved == now)
       flags |= AOI__ENTITY_MOVED;
     if (flags != e->flags)
       e->flags = flags;
@@ -117,8 +117,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     g.x = e->x;
     g.y = e->y;
     g.shard = s->index;
-    g.kind = e->changed == tick ? AOI__GHOST_CHANGED : 0;
-    if (e->appeal > 0)
+    g.kind = e->changed == now ? AOI__GHOST_CHANGED : 0;
+    if (e->flags & AOI__ENTITY_APPEAL)
       g.kind |= AOI__GHOST_APPEAL;
     if (e->flags & AOI__ENTITY_MOVED)
       g.kind |= AOI__GHOST_MOVED;

@@ -372,7 +372,7 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
       lagging |= tell == AOI__TELL_LATER;
       tp[2 * kept] = tx;
       tp[2 * kept + 1] = ty;
-    } else if (move_events && (resync || m->moved == (uint32_t)tick)) {
+    } else if (move_events && (resync || m->moved == aoi__stamp(tick))) {
       moves[nm++] = h;
     }
     hs[kept++] = h;

@@ -272,7 +272,7 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
     change c = {.id = g->entry[i].id, .handle = h, .rule = HELD_BY_DEPARTURE,
                 .ox = g->x[i], .oy = g->y[i],
                 .old_layers = g->entry[i].layers, .nx = m->x, .ny = m->y,
-                .new_layers = m->layers, .moved = m->moved == (uint32_t)tick};
+                .new_layers = m->layers, .moved = m->moved == aoi__stamp(tick)};
     if ((rc = push_change(k, s, g, &c, reach)) != 0)
       return rc;
   }
@@ -291,7 +291,7 @@ static int collect_changes(aoi__worker *k, const aoi__shard *s,
         if (rc != 0)
           return rc;
         const aoi__mark *m = &mark[h];
-        bool moved = m->moved == (uint32_t)tick;
+        bool moved = m->moved == aoi__stamp(tick);
         change c = {.id = g->entry[i].id, .handle = h,
                     .rule = moved ? HELD_BY_NONE : HELD_BY_VIEW,
                     .nx = g->x[i], .ny = g->y[i],

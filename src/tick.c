@@ -24,6 +24,31 @@
 #include <math.h>
 #include <string.h>
 
+/* Entities and marks keep a tick's low 32 bits (aoi__stamp), compared
+   only for equality with the tick at hand. So that a stamp never meets a
+   later tick's bits (the entity would seem changed that tick, 2^32 ticks
+   after it was), once every 2^31 ticks, before the workers run (or skip
+   the tick), each stamp older than 2^31 ticks is brought forward to the
+   tick before: then no stamp is ever 2^32 ticks old. */
+#define AOI__STAMP_AGE (UINT32_C(1) << 31)
+static void age_stamps(aoi_world *w, uint64_t tick)
+{
+  uint32_t now = aoi__stamp(tick), before = now - 1;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__shard *sh = &w->shards[s];
+    for (uint32_t i = 0; i < sh->count; i++) {
+      aoi__entity *e = &sh->entities[i];
+      if (now - e->touched >= AOI__STAMP_AGE)
+        e->touched = before;
+      if (now - e->changed >= AOI__STAMP_AGE)
+        e->changed = before;
+      aoi__mark *m = &w->mark[e->handle];
+      if (now - m->moved >= AOI__STAMP_AGE)
+        m->moved = before;
+    }
+  }
+}
+
 /* The largest radius of a live watcher and appeal of a live entity, after
    the one that was the largest shrank or left. */
 static void recompute_highs(aoi_world *w)
@@ -68,8 +93,9 @@ static int tick_begin(aoi_world *w, bool blocking)
     aoi__peak_note(&sh->entity_peak, need);
     aoi__peak_note(&sh->queue.peak, sh->queue.count);
     aoi__peak_note(&sh->queue.extra_peak, sh->queue.extra_count);
-    if ((rc = aoi__reserve(a, (void **)&sh->entities, &sh->capacity, need,
-                           sizeof(aoi__entity))) != 0 ||
+    if ((rc = aoi__reserve_lined(a, &sh->entity_block,
+                                 (void **)&sh->entities, &sh->capacity, need,
+                                 sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
                            sh->queue.count, sizeof(uint32_t))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->departed, &sh->departed_capacity,
@@ -96,6 +122,8 @@ static int tick_begin(aoi_world *w, bool blocking)
   double reach = seen + (double)w->config.hysteresis;
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
+  if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
+    age_stamps(w, w->command.tick);
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
   w->command.appeals = w->appeal_high > 0;
   /* Cells follow the usual reach, not the largest: a watcher scans the
@@ -163,14 +191,21 @@ static int tick_begin(aoi_world *w, bool blocking)
    as they are.) */
 #define SHRINK_PERIOD 4
 
+/* What an array keeps when it shrinks: what it needed lately, and never
+   less than it holds now. The peak's period turns. */
+static uint32_t peak_keep(aoi__peak *peak, uint32_t holds)
+{
+  uint32_t recent = aoi__peak_recent(peak);
+  aoi__peak_turn(peak);
+  return recent > holds ? recent : holds;
+}
+
 /* Gives back what one array of `elem`-byte items did not need lately, but
    never what it holds now. */
 static void shrink_to_peak(const aoi_allocator *a, void **array, uint32_t *cap,
                            aoi__peak *peak, uint32_t holds, size_t elem)
 {
-  uint32_t recent = aoi__peak_recent(peak);
-  aoi__peak_turn(peak);
-  aoi__shrink(a, array, cap, recent > holds ? recent : holds, elem);
+  aoi__shrink(a, array, cap, peak_keep(peak, holds), elem);
 }
 
 static void shrink_arrays(aoi_world *w)
@@ -200,8 +235,9 @@ static void shrink_arrays(aoi_world *w)
                 sizeof(uint32_t));
     aoi__shrink(a, (void **)&sh->departed, &sh->departed_capacity, records,
                 sizeof(aoi__ghost));
-    shrink_to_peak(a, (void **)&sh->entities, &sh->capacity, &sh->entity_peak,
-                   sh->count, sizeof(aoi__entity));
+    aoi__shrink_lined(a, &sh->entity_block, (void **)&sh->entities,
+                      &sh->capacity, peak_keep(&sh->entity_peak, sh->count),
+                      sizeof(aoi__entity));
     shrink_to_peak(a, (void **)&sh->ghosts, &sh->ghost_capacity,
                    &sh->ghost_peak, sh->ghost_count, sizeof(aoi__ghost));
   }

@@ -39,7 +39,7 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
   /* the views in workers' chunks go with them (aoi__view_chunks_free) */
   for (uint32_t i = 0; i < s->count; i++)
     aoi__view_free(a, &s->entities[i].view, told);
-  aoi__free(a, s->entities, sizeof(aoi__entity) * s->capacity);
+  aoi__free_lined(a, s->entity_block, s->capacity, sizeof(aoi__entity));
   aoi__free(a, s->ghosts, sizeof(aoi__ghost) * s->ghost_capacity);
   aoi__free(a, s->touched, sizeof(uint32_t) * s->touched_capacity);
   aoi__free(a, s->departed, sizeof(aoi__ghost) * s->departed_capacity);

@@ -294,27 +294,35 @@ static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
   return (sizeof(uint32_t) + (told ? 2 * sizeof(float) : 0)) * capacity;
 }
 
-/* In an entity's flags: a marker whose position changed this tick (its
-   mark's `moved`), noted by the exchange for the grid to read in place. */
-#define AOI__ENTITY_MOVED 0x80000000u
+/* In an entity's flags, beside AOI_WATCHER and AOI_MARKER: a marker whose
+   position changed this tick (its mark's `moved`), noted by the exchange
+   for the grid to read in place; and one whose appeal is not 0 (the
+   appeal itself is the world's, by handle: aoi_world.appeal). */
+#define AOI__ENTITY_MOVED 0x80u
+#define AOI__ENTITY_APPEAL 0x40u
 
-/* An entity as its owning shard holds it. */
+/* An entity as its owning shard holds it: one cache line (the shard's
+   array is aligned to one), so that a pass that meets it out of order
+   reads one line. Tick stamps keep a tick's low 32 bits (aoi__stamp). */
 typedef struct aoi__entity {
   uint64_t id;
   uint32_t handle;
-  uint32_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__ENTITY_MOVED */
+  uint8_t flags; /* AOI_WATCHER | AOI_MARKER | AOI__ENTITY_* */
+  uint8_t stale; /* AOI__STALE_* bits: the next compute starts from
+                    scratch, and tells every kept marker (resync) */
+  uint16_t spare;
   float x, y;
   float radius;
-  float appeal;  /* as a marker: seen from this far (aoi_set_appeal) */
   uint32_t layers, interest;
-  uint32_t cap;  /* as a watcher: the most markers it sees, 0 = all */
-  uint32_t stale;    /* AOI__STALE_* bits: the next compute starts from
-                        scratch, and tells every kept marker (resync) */
-  uint64_t touched;  /* the last tick whose ops moved or added it */
-  uint64_t changed;  /* the last tick whose ops changed it in any way */
+  uint32_t cap;     /* as a watcher: the most markers it sees, 0 = all */
+  uint32_t touched; /* the last tick whose ops moved or added it */
+  uint32_t changed; /* the last tick whose ops changed it in any way */
   aoi__view view;
 } aoi__entity;
-_Static_assert(sizeof(aoi__entity) == 80, "an entity in 80 bytes");
+_Static_assert(sizeof(aoi__entity) == 64, "an entity in a line");
+
+/* A tick as an entity stamps it. */
+static inline uint32_t aoi__stamp(uint64_t tick) { return (uint32_t)tick; }
 
 #define AOI__STALE_WHOLE 1u  /* some enters were held back: scan next tick */
 #define AOI__STALE_RESYNC 2u /* no events this tick: tell every kept one */
@@ -353,7 +361,7 @@ typedef struct aoi__mark {
   uint64_t id;
   float x, y;
   uint32_t layers;
-  uint32_t moved; /* low 32 bits of the last tick that changed x or y */
+  uint32_t moved; /* the last tick that changed x or y (aoi__stamp) */
 } aoi__mark;
 
 /* Where a handle lives: written only by its owning worker during a tick. */
@@ -365,7 +373,8 @@ typedef struct aoi__shard {
   uint32_t index;
   aoi__ring *ops; /* host -> shard: &queue, once a tick */
   aoi__queue queue;
-  aoi__entity *entities;
+  aoi__entity *entities; /* on a line, within entity_block */
+  void *entity_block;
   uint32_t count, capacity;
   aoi__ghost *ghosts;
   uint32_t ghost_count, ghost_capacity;

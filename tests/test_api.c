@@ -515,6 +515,65 @@ static void test_pin_threads(void **state)
 }
 #endif
 
+/* Entities stamp ticks in 32 bits (aoi__stamp), so a stamp 2^32 ticks old
+   would meet the tick's bits again and say the entity changed then: the
+   world brings old stamps forward once every 2^31 ticks. Here the tick
+   counter jumps over spans that hold no such tick, so the stamps age as in
+   a run of 2^32 ticks; then a marker that stood still since tick 1 moves,
+   in a standing crowd, and must be told. */
+static void test_stamps_wrap(void **state)
+{
+  (void)state;
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    aoi_config c;
+    aoi_config_default(&c);
+    c.threads = threads;
+    aoi_world *w = NULL;
+    assert_int_equal(aoi_create(&c, &w), 0);
+    assert_int_equal(aoi_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+    for (uint64_t id = 3; id < 40; id++) /* standing, out of sight */
+      assert_int_equal(
+          aoi_add(w, id, 100 + 20 * (float)id, 100, 5, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const aoi_event *events;
+    size_t count;
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(aoi_drain(w, 2, &events, &count), 0);
+    assert_int_equal(count, 1);
+    /* to tick 2^31 - 1, then through 2^31; to 2^32 - 1, then through 2^32 */
+    const uint64_t jumps[2] = {(UINT64_C(1) << 31) - 2,
+                               (UINT64_C(1) << 32) - 2};
+    for (int j = 0; j < 2; j++) {
+      w->tick = jumps[j];
+      assert_int_equal(aoi_tick(w), 0);
+      assert_int_equal(aoi_tick(w), 0);
+    }
+    assert_int_equal(w->tick, UINT64_C(1) << 32);
+    /* tick 2^32 + 1, whose low bits are tick 1's */
+    assert_int_equal(aoi_move(w, 2, 13, 10), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].id, 2);
+    assert_int_equal(events[0].kind, AOI_MOVE);
+    assert_true(events[0].x == 13 && events[0].y == 10);
+    assert_int_equal(aoi_drain(w, 2, &events, &count), 0);
+    assert_int_equal(count, 0);
+    assert_int_equal(aoi_move(w, 2, 60, 10), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].kind, AOI_LEAVE);
+    assert_int_equal(aoi_drain(w, 2, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].kind, AOI_LEAVE);
+    assert_true(aoi__world_valid(w));
+    aoi_destroy(w);
+  }
+}
+
 /* The edges of the ranges are accepted. */
 static void test_create_accepts_edge_config(void **state)
 {
@@ -2509,6 +2568,7 @@ int main(void)
       cmocka_unit_test(test_pin_threads),
 #endif
       cmocka_unit_test(test_create_accepts_edge_config),
+      cmocka_unit_test(test_stamps_wrap),
       cmocka_unit_test(test_destroy_null),
       cmocka_unit_test(test_null_arguments),
       cmocka_unit_test(test_strerror),
