@@ -136,6 +136,12 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
       e->touched = now;
       touch(s, r->handle);
     }
+    /* One record a tick: a marker moved this tick if it is not where it
+       stood at the end of the last one (the exchange clears the flag the
+       next tick it is not touched). */
+    bool moved = (e->flags & AOI_MARKER) && (e->x != r->x || e->y != r->y);
+    e->flags = (uint8_t)((e->flags & ~AOI__ENTITY_MOVED) |
+                         (moved ? AOI__ENTITY_MOVED : 0));
     e->x = r->x;
     e->y = r->y;
   }

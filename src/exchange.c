@@ -73,7 +73,6 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
                          uint64_t tick)
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
-  const aoi__mark *mark = k->world->mark;
   /* A marker farther than `reach` inside every edge of the shard goes to
      no other shard (send_around would find only this one): its own
      rectangle tells so without searching the cuts. */
@@ -88,10 +87,6 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
-    /* a mark is read only for an entity moved this tick, and the marks
-       lie in handle order, the entities in the grid's: fetch ahead */
-    if (i + 8 < s->count && s->entities[i + 8].touched == now)
-      __builtin_prefetch(&mark[s->entities[i + 8].handle]);
     aoi__box_add(box, e->x, e->y);
     if (e->flags & AOI_WATCHER) {
       capped += e->cap > 0;
@@ -99,13 +94,11 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     }
     if (!(e->flags & AOI_MARKER))
       continue;
-    /* stored only when it changes: most ticks it does not, and an
-       entity's line then stays clean */
-    uint8_t flags = e->flags & (uint8_t)~AOI__ENTITY_MOVED;
-    if (e->touched == now && mark[e->handle].moved == now)
-      flags |= AOI__ENTITY_MOVED;
-    if (flags != e->flags)
-      e->flags = flags;
+    /* apply set the moved flag of a marker it moved this tick; one that
+       moved in an earlier tick and not in this one loses it (stored only
+       then: an entity's line stays clean) */
+    if ((e->flags & AOI__ENTITY_MOVED) && e->touched != now)
+      e->flags &= (uint8_t)~AOI__ENTITY_MOVED;
     double x = e->x, y = e->y;
     if (x - reach >= x0 && x + reach < x1 && y - reach >= y0 &&
         y + reach < y1)
