@@ -73,7 +73,7 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
       info |= AOI__ENTRY_MARKER;
       if (e->flags & AOI__ENTITY_APPEAL)
         info |= AOI__ENTRY_APPEAL;
-      if (e->flags & AOI__ENTITY_MOVED) /* noted by the exchange */
+      if (e->flags & AOI__ENTITY_MOVED) /* set by apply */
         info |= AOI__ENTRY_MOVED;
     }
     if (e->flags & AOI_WATCHER)

@@ -295,8 +295,9 @@ static inline size_t aoi__view_bytes(uint32_t capacity, bool told)
 }
 
 /* In an entity's flags, beside AOI_WATCHER and AOI_MARKER: a marker whose
-   position changed this tick (its mark's `moved`), noted by the exchange
-   for the grid to read in place; and one whose appeal is not 0 (the
+   position changed this tick (its mark's `moved`), set by apply (and
+   cleared by the exchange of a tick that does not touch it), for the grid
+   to read in place; and one whose appeal is not 0 (the
    appeal itself is the world's, by handle: aoi_world.appeal). */
 #define AOI__ENTITY_MOVED 0x80u
 #define AOI__ENTITY_APPEAL 0x40u
