@@ -2001,6 +2001,98 @@ static void test_allocator_sees_everything_freed(void **state)
   }
 }
 
+/* Hooks that give every block an offset of 16, 32, 48 or 0 bytes from a
+   line, in turn, and move every block a realloc touches: what the engine
+   aligns for itself (a shard's entities, a grid's entries: a line each)
+   must hold at any alignment the allocator may give, across moves. */
+static atomic_uint shift_turn;
+
+static void *shift_alloc(void *user, size_t size)
+{
+  (void)user;
+  unsigned turn = atomic_fetch_add(&shift_turn, 1) % 4;
+  size_t room = (size + 2 * 64 + 63) / 64 * 64;
+  char *base = aligned_alloc(64, room);
+  if (base == NULL)
+    return NULL;
+  char *p = base + 64 + 16 * turn;
+  memcpy(p - sizeof(base), &base, sizeof(base));
+  return p;
+}
+
+static void shift_free(void *user, void *ptr, size_t size)
+{
+  (void)user;
+  (void)size;
+  if (ptr == NULL)
+    return;
+  char *base;
+  memcpy(&base, (char *)ptr - sizeof(base), sizeof(base));
+  free(base);
+}
+
+static void *shift_realloc(void *user, void *ptr, size_t old_size,
+                           size_t new_size)
+{
+  void *moved = shift_alloc(user, new_size);
+  if (moved == NULL)
+    return NULL;
+  if (ptr != NULL) {
+    memcpy(moved, ptr, old_size < new_size ? old_size : new_size);
+    shift_free(user, ptr, old_size);
+  }
+  return moved;
+}
+
+/* A crowd that grows over the ticks (so the arrays grow and move) and
+   walks, every event drained, the world checked after each tick. */
+static void growing_life(const aoi_config *config, records *out)
+{
+  aoi_world *w = create_or_fail(config);
+  records r = {0};
+  for (uint64_t t = 0; t < 12; t++) {
+    for (uint64_t id = 1; id <= 250 * (t + 1); id++) {
+      float x = (float)((id * 37 + t * 7) % 100);
+      float y = (float)((id * 61 + t * 3) % 100);
+      int rc = id > 250 * t ? aoi_add(w, id, x, y, 6, WM, ALL, ALL)
+                            : aoi_move(w, id, x, y);
+      assert_int_equal(rc, 0);
+    }
+    tick_and_drain(w, &r);
+    assert_true(aoi__world_valid(w));
+    for (size_t i = 0; i < r.count; i++)
+      records_push(out, r.items[i].watcher, &r.items[i].event);
+  }
+  records_free(&r);
+  aoi_destroy(w);
+}
+
+static void test_allocator_any_alignment(void **state)
+{
+  (void)state;
+  const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    aoi_config config = config_for(some[l], 6);
+    records plain = {0}, shifted = {0};
+    growing_life(&config, &plain);
+    aoi_allocator hooks = {shift_alloc, shift_realloc, shift_free, NULL};
+    config.allocator = &hooks;
+    growing_life(&config, &shifted);
+    assert_true(plain.count > 10000);
+    assert_int_equal(plain.count, shifted.count);
+    for (size_t i = 0; i < plain.count; i++) {
+      const record *a = &plain.items[i], *b = &shifted.items[i];
+      if (a->watcher != b->watcher || a->event.id != b->event.id ||
+          a->event.kind != b->event.kind || a->event.tick != b->event.tick ||
+          memcmp(&a->event.x, &b->event.x, sizeof(float)) != 0 ||
+          memcmp(&a->event.y, &b->event.y, sizeof(float)) != 0)
+        fail_msg("event %zu differs with shifted blocks", i);
+    }
+    records_free(&plain);
+    records_free(&shifted);
+  }
+}
+
 static void test_create_out_of_memory(void **state)
 {
   (void)state;
@@ -2587,6 +2679,7 @@ int main(void)
       cmocka_unit_test(test_crowd_every_layout),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_allocator_sees_everything_freed),
+      cmocka_unit_test(test_allocator_any_alignment),
       cmocka_unit_test(test_create_out_of_memory),
       cmocka_unit_test(test_queries_out_of_memory),
       cmocka_unit_test(test_operations_out_of_memory),
