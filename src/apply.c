@@ -6,8 +6,11 @@
  * Apply. Take each shard's queue from its op ring and apply its records,
  * one per entity: adds, moves, radius and layer changes, removes (see
  * apply_record). Each moved or removed marker leaves a departure where it
- * stood at the end of the last tick, and each applied entity its mark (the
- * position and layers any worker reads in the compute step).
+ * stood at the end of the last tick, unless every live entity changed this
+ * tick (then no watcher is unchanged, and only an unchanged one reads
+ * departures: push.c, compute_changes), and each applied entity its mark
+ * (the position and layers any worker reads in the compute step, and the
+ * tick it last moved).
  *
  * Hand off. Every entity the records added or moved is checked against the
  * layout (every entity, when the cuts moved); one that now lies in another
@@ -96,7 +99,7 @@ static void depart(aoi__shard *s, const aoi__entity *e)
    entity stood and touches it; a record moves it once, to where the last
    move put it, which is what the run of moves did. */
 static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
-                         const aoi__record *r, uint64_t tick)
+                         const aoi__record *r, uint64_t tick, bool departures)
 {
   aoi_world *w = k->world;
   uint32_t what = aoi__record_what(q, r);
@@ -132,7 +135,8 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   e->changed = now;
   if (what & AOI__RECORD_MOVE) {
     if (e->touched != now) {
-      depart(s, e);
+      if (departures)
+        depart(s, e);
       e->touched = now;
       touch(s, r->handle);
     }
@@ -140,6 +144,8 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
        stood at the end of the last one (the exchange clears the flag the
        next tick it is not touched). */
     bool moved = (e->flags & AOI_MARKER) && (e->x != r->x || e->y != r->y);
+    if (moved)
+      w->mark[r->handle].moved = now;
     e->flags = (uint8_t)((e->flags & ~AOI__ENTITY_MOVED) |
                          (moved ? AOI__ENTITY_MOVED : 0));
     e->x = r->x;
@@ -156,10 +162,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   if (what & AOI__RECORD_CAP)
     e->cap = more->cap;
   if (what & AOI__RECORD_REMOVE) {
-    if (e->touched != now)
+    if (departures && e->touched != now)
       depart(s, e);
     aoi__view_recycle(k, &e->view);
-    w->mark[r->handle] = (aoi__mark){w->mark[r->handle].id, 0, 0, 0, 0};
+    w->mark[r->handle] = (aoi__mark){w->mark[r->handle].id, 0, 0, 0, now};
     w->appeal[r->handle] = 0;
     shard_take(s, w->location, loc->slot);
     loc->shard = loc->slot = AOI__NONE;
@@ -168,28 +174,26 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   set_mark(w, e);
 }
 
-/* Marks the markers whose position changed this tick: each left a
-   departure where it stood at the end of the last one. Run by the worker
-   that applied them, before any handoff carries them away. A departure of
-   a marker that is back where it stood is dropped: nobody needs to look
-   there for it (a removed one always keeps its departure). */
-void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick)
+/* Drops the departure of a marker that is back where it stood: nobody
+   needs to look there for it (a removed one always keeps its departure).
+   Run by the worker that applied them, before any handoff carries the
+   markers away. */
+void aoi__sift_departures(aoi__worker *k, aoi__shard *s)
 {
-  aoi_world *w = k->world;
+  const aoi_world *w = k->world;
   uint32_t kept = 0;
   for (uint32_t i = 0; i < s->departed_count; i++) {
     const aoi__ghost *d = &s->departed[i];
-    aoi__mark *m = &w->mark[d->handle];
+    const aoi__mark *m = &w->mark[d->handle];
     bool removed = w->location[d->handle].shard == AOI__NONE;
-    if (removed || m->x != d->x || m->y != d->y) {
-      m->moved = aoi__stamp(tick);
+    if (removed || m->x != d->x || m->y != d->y)
       s->departed[kept++] = *d;
-    }
   }
   s->departed_count = kept;
 }
 
-void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
+void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
+                    bool departures)
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   s->touched_count = s->departed_count = 0;
@@ -205,7 +209,7 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick)
       if (slot < s->count) /* one line */
         __builtin_prefetch(&s->entities[slot]);
     }
-    apply_record(k, s, q, &q->records[i], tick);
+    apply_record(k, s, q, &q->records[i], tick, departures);
   }
 }
 

@@ -139,10 +139,12 @@ static inline void aoi__batch_append(aoi__worker *k, aoi__batch *b,
 /* apply.c: step 1, on worker k for its own shard s. */
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
                       aoi__location *location, const aoi__entity *entity);
-/* Takes the shard's queue from its op ring and applies its records. */
-void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick);
-/* Marks the markers whose position changed this tick (their `moved`). */
-void aoi__mark_moved(aoi__worker *k, aoi__shard *s, uint64_t tick);
+/* Takes the shard's queue from its op ring and applies its records,
+   leaving departures only with `departures` (aoi__tick_command). */
+void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
+                    bool departures);
+/* Drops the departures of markers back where they stood. */
+void aoi__sift_departures(aoi__worker *k, aoi__shard *s);
 /* Hands off the entities that now lie in another shard. */
 void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
                         uint64_t tick);

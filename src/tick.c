@@ -122,6 +122,10 @@ static int tick_begin(aoi_world *w, bool blocking)
   double reach = seen + (double)w->config.hysteresis;
   double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
+  /* The records are one per live entity that changed and one per entity
+     removed since the last tick (limbo): when every live entity changed,
+     no watcher is unchanged, and none needs a departure. */
+  w->command.departures = (uint64_t)w->records - w->limbo_count < w->live;
   if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
     age_stamps(w, w->command.tick);
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;

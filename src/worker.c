@@ -164,8 +164,8 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
 
   k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
-    aoi__apply_ops(k, &w->shards[s], cmd->tick);
-    aoi__mark_moved(k, &w->shards[s], cmd->tick);
+    aoi__apply_ops(k, &w->shards[s], cmd->tick, cmd->departures);
+    aoi__sift_departures(k, &w->shards[s]);
   }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__find_handoffs(k, &w->shards[s], cmd->relayout, cmd->tick);

@@ -423,6 +423,8 @@ typedef struct aoi__tick_command {
   bool relayout;      /* the shard cuts moved: check every entity's shard */
   bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
   bool appeals;       /* some live entity has an appeal */
+  bool departures;    /* some live entity has no record: departures may
+                         serve an unchanged watcher (apply.c) */
   int shutdown;
 } aoi__tick_command;
 
