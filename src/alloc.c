@@ -125,12 +125,12 @@ static int resize_lined(const aoi_allocator *a, void **block, void **array,
     return AOI_ENOMEM;
   size_t old = elem * *cap, now = elem * (size_t)capacity;
   size_t offset = *block ? (size_t)((char *)*array - (char *)*block) : 0;
-  char *p = aoi__realloc(a, *block, *block ? old + AOI__LINE : 0,
-                         now + AOI__LINE);
+  char *p = aoi__realloc(a, *block,
+                         *block ? aoi__lined_bytes(*cap, elem) : 0,
+                         aoi__lined_bytes((uint32_t)capacity, elem));
   if (p == NULL)
     return AOI_ENOMEM;
-  char *at = (char *)(((uintptr_t)p + AOI__LINE - 1) &
-                      ~(uintptr_t)(AOI__LINE - 1));
+  char *at = aoi__line_up(p);
   if (at != p + offset && old > 0)
     memmove(at, p + offset, old < now ? old : now);
   *block = p;
@@ -159,5 +159,5 @@ void aoi__shrink_lined(const aoi_allocator *a, void **block, void **array,
 void aoi__free_lined(const aoi_allocator *a, void *block, uint32_t cap,
                      size_t elem)
 {
-  aoi__free(a, block, elem * cap + AOI__LINE);
+  aoi__free(a, block, aoi__lined_bytes(cap, elem));
 }

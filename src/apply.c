@@ -78,7 +78,8 @@ static void set_appeal(aoi_world *w, aoi__entity *e, float appeal)
 }
 
 /* Records where a marker stood at the end of the last tick, before its
-   first move or its removal this tick (room was reserved by the host). */
+   move or its removal this tick (room was reserved by the host: a record
+   departs at most once). */
 static void depart(aoi__shard *s, const aoi__entity *e)
 {
   if (!(e->flags & AOI_MARKER))
@@ -95,9 +96,11 @@ static void depart(aoi__shard *s, const aoi__entity *e)
 }
 
 /* Applies one entity's record: what a run of operations on it since the
-   last tick adds up to. The first move of a tick departs from where the
-   entity stood and touches it; a record moves it once, to where the last
-   move put it, which is what the run of moves did. */
+   last tick adds up to. A record moves it once, to where the last move put
+   it, which is what the run of moves did: a marker that ends elsewhere
+   departs from where it stood (one back where it stood needs no
+   departure: nobody must look there for it), and a removed one always
+   does. */
 static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
                          const aoi__record *r, uint64_t tick, bool departures)
 {
@@ -135,17 +138,17 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   e->changed = now;
   if (what & AOI__RECORD_MOVE) {
     if (e->touched != now) {
-      if (departures)
-        depart(s, e);
       e->touched = now;
       touch(s, r->handle);
     }
-    /* One record a tick: a marker moved this tick if it is not where it
-       stood at the end of the last one (the exchange clears the flag the
-       next tick it is not touched). */
+    /* moved this tick: not where it stood at the end of the last one (the
+       exchange clears the flag the next tick it is not touched) */
     bool moved = (e->flags & AOI_MARKER) && (e->x != r->x || e->y != r->y);
-    if (moved)
+    if (moved) {
+      if (departures)
+        depart(s, e);
       w->mark[r->handle].moved = now;
+    }
     e->flags = (uint8_t)((e->flags & ~AOI__ENTITY_MOVED) |
                          (moved ? AOI__ENTITY_MOVED : 0));
     e->x = r->x;
@@ -162,7 +165,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   if (what & AOI__RECORD_CAP)
     e->cap = more->cap;
   if (what & AOI__RECORD_REMOVE) {
-    if (departures && e->touched != now)
+    if (departures)
       depart(s, e);
     aoi__view_recycle(k, &e->view);
     w->mark[r->handle] = (aoi__mark){w->mark[r->handle].id, 0, 0, 0, now};
@@ -172,24 +175,6 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     return;
   }
   set_mark(w, e);
-}
-
-/* Drops the departure of a marker that is back where it stood: nobody
-   needs to look there for it (a removed one always keeps its departure).
-   Run by the worker that applied them, before any handoff carries the
-   markers away. */
-void aoi__sift_departures(aoi__worker *k, aoi__shard *s)
-{
-  const aoi_world *w = k->world;
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < s->departed_count; i++) {
-    const aoi__ghost *d = &s->departed[i];
-    const aoi__mark *m = &w->mark[d->handle];
-    bool removed = w->location[d->handle].shard == AOI__NONE;
-    if (removed || m->x != d->x || m->y != d->y)
-      s->departed[kept++] = *d;
-  }
-  s->departed_count = kept;
 }
 
 void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,

@@ -40,6 +40,19 @@
    by two cores at once moves between them at every write. */
 #define AOI__LINE 64u
 
+/* Items that must start on a line (a shard's entities, a grid's entries)
+   live in a block of the allocator's with a line to spare: the block's
+   size for `cap` items of `elem` bytes, and where in it they start. */
+static inline size_t aoi__lined_bytes(uint32_t cap, size_t elem)
+{
+  return elem * cap + AOI__LINE;
+}
+static inline void *aoi__line_up(void *block)
+{
+  return (void *)(((uintptr_t)block + AOI__LINE - 1) &
+                  ~(uintptr_t)(AOI__LINE - 1));
+}
+
 /* ---- debug assertions --------------------------------------------------- */
 
 /* AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership

@@ -131,20 +131,14 @@ unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y)
 
 /* ---- spatial grid ------------------------------------------------------- */
 
-/* The entries' block: room to start them on a line of their own (the
-   allocator promises malloc's alignment only). */
-static size_t entry_block_size(uint32_t capacity)
-{
-  return sizeof(aoi__grid_entry) * (size_t)capacity + AOI__LINE;
-}
-
 void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 {
   aoi__free(a, grid->start, sizeof(uint32_t) * grid->start_capacity);
   aoi__free(a, grid->dirty, sizeof(uint32_t) * grid->dirty_capacity);
   aoi__free(a, grid->x, sizeof(float) * grid->capacity);
   aoi__free(a, grid->y, sizeof(float) * grid->capacity);
-  aoi__free(a, grid->entry_block, entry_block_size(grid->capacity));
+  aoi__free(a, grid->entry_block,
+            aoi__lined_bytes(grid->capacity, sizeof(aoi__grid_entry)));
   aoi__free(a, grid->cell, sizeof(uint32_t) * grid->capacity);
   memset(grid, 0, sizeof(*grid));
 }
@@ -202,16 +196,15 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
   aoi__grid bigger = {0};
   bigger.x = aoi__alloc(a, sizeof(float) * capacity);
   bigger.y = aoi__alloc(a, sizeof(float) * capacity);
-  bigger.entry_block = aoi__alloc(a, entry_block_size(capacity));
+  bigger.entry_block =
+      aoi__alloc(a, aoi__lined_bytes(capacity, sizeof(aoi__grid_entry)));
   bigger.cell = aoi__alloc(a, sizeof(uint32_t) * capacity);
   bigger.capacity = capacity;
   if (!bigger.x || !bigger.y || !bigger.entry_block || !bigger.cell) {
     aoi__grid_free(a, &bigger);
     return AOI_ENOMEM;
   }
-  uintptr_t at = ((uintptr_t)bigger.entry_block + AOI__LINE - 1) &
-                 ~(uintptr_t)(AOI__LINE - 1);
-  bigger.entry = (aoi__grid_entry *)at;
+  bigger.entry = aoi__line_up(bigger.entry_block);
   /* The entries are rebuilt from scratch, so nothing needs copying. */
   bigger.start = grid->start;
   bigger.start_capacity = grid->start_capacity;

@@ -143,8 +143,6 @@ int aoi__shard_insert(const aoi_allocator *a, aoi__shard *shard,
    leaving departures only with `departures` (aoi__tick_command). */
 void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
                     bool departures);
-/* Drops the departures of markers back where they stood. */
-void aoi__sift_departures(aoi__worker *k, aoi__shard *s);
 /* Hands off the entities that now lie in another shard. */
 void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
                         uint64_t tick);

@@ -370,6 +370,19 @@ static void sort_pushes(aoi__push *p, uint32_t n)
   }
 }
 
+/* Keeps the record of watcher `handle` whose `n` pushes, in order, are
+   moves alone (its view stays): the markers' handles, written where the
+   segment's room was reserved. */
+static void write_moves(aoi__worker *k, uint32_t handle, const aoi__push *p,
+                        uint32_t n)
+{
+  aoi__segment *seg = &k->world->segments[k->index];
+  uint32_t *out = seg->words + seg->count + AOI__RECORD_HEADER;
+  for (uint32_t j = 0; j < n; j++)
+    out[j] = p[j].handle;
+  aoi__commit_record(k, handle, 0, 0, n);
+}
+
 uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
 {
   const uint32_t *start = k->push_start;
@@ -408,10 +421,7 @@ uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
       continue;
     aoi__push *p = k->pushed + start[q];
     sort_pushes(p, n);
-    uint32_t *out = seg->words + seg->count + AOI__RECORD_HEADER;
-    for (uint32_t j = 0; j < n; j++)
-      out[j] = p[j].handle;
-    aoi__commit_record(k, k->quiet[q].handle, 0, 0, n);
+    write_moves(k, k->quiet[q].handle, p, n);
   }
   return nr;
 }
@@ -450,10 +460,7 @@ int aoi__push_finish(aoi__worker *k, aoi__entity *e, uint32_t handle,
   if (rec == NULL)
     return AOI_ENOMEM;
   if (nl + ne == 0) { /* moves only: the view stays */
-    uint32_t *out = rec + AOI__RECORD_HEADER;
-    for (uint32_t j = 0; j < nm; j++)
-      out[j] = p[j].handle;
-    aoi__commit_record(k, handle, 0, 0, nm);
+    write_moves(k, handle, p, nm);
     return 0;
   }
   aoi__view *view = &e->view;

@@ -163,10 +163,8 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
     w->shards[s].degraded = false;
 
   k->phase_started = aoi__now_ns();
-  for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
+  for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__apply_ops(k, &w->shards[s], cmd->tick, cmd->departures);
-    aoi__sift_departures(k, &w->shards[s]);
-  }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__find_handoffs(k, &w->shards[s], cmd->relayout, cmd->tick);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);
