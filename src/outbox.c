@@ -309,14 +309,16 @@ unsigned aoi_delivery_segments(const aoi_world *w)
 }
 
 /* Hands watcher h's events (backlog first, then its live record rec, if
-   any) to fn. */
-static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
-                       uint32_t *rec, aoi_deliver_fn fn, void *user)
+   any) to fn. Without `backlogs` (no outbox holds an event) the outbox is
+   not read. */
+static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
+                              uint32_t *rec, bool backlogs,
+                              aoi_deliver_fn fn, void *user)
 {
   aoi__outbox *o = &w->outbox[h];
   const aoi_event *events;
   uint32_t n;
-  if (rec != NULL && o->count == 0) {
+  if (rec != NULL && (!backlogs || o->count == 0)) {
     /* the usual case: this tick's events only, laid out in the scratch */
     n = record_events(rec);
     if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
@@ -332,7 +334,8 @@ static int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
     events = o->events;
     n = o->count;
   }
-  if (o->count != 0) /* (no store when clear: the line may be shared) */
+  if (backlogs && o->count != 0) /* (no store when clear: the line may be
+                                    shared) */
     o->count = 0;
   if (n > 0)
     fn(user, w->mark[h].id, events, n);
@@ -346,11 +349,16 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   if (w->in_flight)
     return AOI_EBUSY;
   aoi__segment *seg = &w->segments[segment];
+  /* An outbox that holds events is on the backlog list, and a record is
+     dead by its watcher's removal only after a removal since the tick:
+     without either, nothing by handle but the watcher's id is read. (No
+     other call runs during aoi_deliver: both counts stay.) */
+  bool backlogs = w->backlog_count > 0, removals = w->limbo_count > 0;
   uint32_t tail = seg->backlog_from + seg->backlog_count;
   while (seg->backlog_count > 0) {
     /* (one with a record this tick is delivered with it, below) */
     uint32_t h = w->assigned[tail - seg->backlog_count];
-    int rc = deliver_one(w, seg, h, NULL, fn, user);
+    int rc = deliver_one(w, seg, h, NULL, true, fn, user);
     if (rc != 0)
       return rc;
     seg->backlog_count--;
@@ -366,16 +374,20 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
          entities of its first events (expand fetches the rest ahead) */
       const uint32_t *after = seg->words + next;
       uint32_t g = aoi__record_handle(after);
-      __builtin_prefetch(&w->handle_bits[g]);
-      __builtin_prefetch(&w->outbox[g]);
+      if (removals)
+        __builtin_prefetch(&w->handle_bits[g]);
+      if (backlogs)
+        __builtin_prefetch(&w->outbox[g]);
       __builtin_prefetch(&w->mark[g]);
       aoi__record_head head = aoi__record_read(after);
       uint32_t words = aoi__record_words(&head) - head.header;
       for (uint32_t j = 0; j < words && j < 8; j++)
         __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
-    if (record_live(w, seg, at)) {
-      int rc = deliver_one(w, seg, h, rec, fn, user);
+    if (at >= seg->delivered && !(rec[0] & AOI__RECORD_TAKEN) &&
+        (!removals || !(w->handle_bits[h] & AOI__HANDLE_GONE))) {
+      AOI__ASSERT(record_live(w, seg, at));
+      int rc = deliver_one(w, seg, h, rec, backlogs, fn, user);
       if (rc != 0)
         return rc;
     }
