@@ -136,13 +136,15 @@ static aoi__segment *segment_of(aoi_world *w, uint32_t h)
 }
 
 /* Whether the record at `at` of seg is still to be taken (see
-   aoi__segment). */
+   aoi__segment). A record dies with its watcher's removal, which can only
+   have come since the tick (limbo_count): without one, no gone bit is
+   read. */
 static inline bool record_live(const aoi_world *w, const aoi__segment *seg,
                                uint32_t at)
 {
   const uint32_t *rec = seg->words + at;
   return at >= seg->delivered && !(rec[0] & AOI__RECORD_TAKEN) &&
-         !(w->handle_bits[rec[0]] & AOI__HANDLE_GONE);
+         !(w->limbo_count > 0 && (w->handle_bits[rec[0]] & AOI__HANDLE_GONE));
 }
 
 static inline void record_take(aoi__segment *seg, uint32_t *rec)
@@ -350,9 +352,9 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
     return AOI_EBUSY;
   aoi__segment *seg = &w->segments[segment];
   /* An outbox that holds events is on the backlog list, and a record is
-     dead by its watcher's removal only after a removal since the tick:
-     without either, nothing by handle but the watcher's id is read. (No
-     other call runs during aoi_deliver: both counts stay.) */
+     dead by its watcher's removal only after a removal since the tick
+     (record_live): without either, nothing by handle but the watcher's id
+     is read. (No other call runs during aoi_deliver: both counts stay.) */
   bool backlogs = w->backlog_count > 0, removals = w->limbo_count > 0;
   uint32_t tail = seg->backlog_from + seg->backlog_count;
   while (seg->backlog_count > 0) {
@@ -384,9 +386,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
       for (uint32_t j = 0; j < words && j < 8; j++)
         __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
-    if (at >= seg->delivered && !(rec[0] & AOI__RECORD_TAKEN) &&
-        (!removals || !(w->handle_bits[h] & AOI__HANDLE_GONE))) {
-      AOI__ASSERT(record_live(w, seg, at));
+    if (record_live(w, seg, at)) {
       int rc = deliver_one(w, seg, h, rec, backlogs, fn, user);
       if (rc != 0)
         return rc;
