@@ -332,11 +332,14 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
     start[q + 2] += start[q + 1];
   uint8_t *kinds = k->push_kinds;
   memset(kinds, 0, nq);
+  uint32_t watchers = 0;
   for (uint32_t j = 0; j < k->push_count; j++) {
     uint32_t qk = k->pushes[j].qk, q = qk & AOI__PUSH_Q_MASK;
     k->pushed[start[q + 1]++] = k->pushes[j];
+    watchers += kinds[q] == 0;
     kinds[q] |= (uint8_t)(1u << (qk >> AOI__PUSH_KIND_SHIFT));
   }
+  k->push_watchers = watchers;
   return 0;
 }
 
@@ -389,27 +392,18 @@ uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
   const uint8_t *kinds = k->push_kinds;
   const uint8_t moves = 1u << AOI__PUSH_MOVE;
   uint32_t nq = k->quiet_count, nr = 0;
-  uint64_t need = 0;
-  for (uint32_t q = 0; q < nq; q++) {
-    uint32_t n = start[q + 1] - start[q];
-    if (n == 0)
-      continue;
-    if (kinds[q] == moves && n <= AOI__PUSH_MOVES_MAX)
-      need += AOI__RECORD_HEADER + n; /* one word of numbers: n < 1024 */
-    else
-      rest[nr++] = q;
-  }
-  if (need == 0)
-    return nr;
+  /* room for every pushed watcher's record as if its pushes were moves
+     alone (one word of numbers: n < 1024), and the room a record's
+     reservation leaves for a long header */
+  uint64_t need = (uint64_t)k->push_count +
+                  (uint64_t)AOI__RECORD_HEADER * k->push_watchers +
+                  AOI__RECORD_LONG_HEADER - AOI__RECORD_HEADER;
   aoi__segment *seg = &k->world->segments[k->index];
-  /* (and the room a record's reservation leaves for a long header) */
-  need += AOI__RECORD_LONG_HEADER - AOI__RECORD_HEADER;
   if (seg->count + need > UINT32_MAX / 2 ||
       aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
                          &seg->capacity, (uint32_t)(seg->count + need),
                          sizeof(uint32_t)) != 0) {
     /* each is then written alone, and fails alone */
-    nr = 0;
     for (uint32_t q = 0; q < nq; q++)
       if (start[q + 1] > start[q])
         rest[nr++] = q;
@@ -417,8 +411,12 @@ uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
   }
   for (uint32_t q = 0; q < nq; q++) {
     uint32_t n = start[q + 1] - start[q];
-    if (n == 0 || kinds[q] != moves || n > AOI__PUSH_MOVES_MAX)
+    if (n == 0)
       continue;
+    if (kinds[q] != moves || n > AOI__PUSH_MOVES_MAX) {
+      rest[nr++] = q;
+      continue;
+    }
     aoi__push *p = k->pushed + start[q];
     sort_pushes(p, n);
     write_moves(k, k->quiet[q].handle, p, n);

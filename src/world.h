@@ -480,6 +480,7 @@ typedef struct aoi__worker {
   uint32_t push_count, push_capacity, pushed_capacity;
   uint32_t push_limit; /* beyond it, the quiet ones are listed instead */
   uint32_t *push_start, push_start_capacity;
+  uint32_t push_watchers; /* quiet watchers with a push */
   uint8_t *push_kinds; /* quiet watcher q's kinds of push, a bit each */
   uint32_t push_kinds_capacity;
   uint32_t *pushed_done; /* the changes' handles, to clear their bits */
