@@ -1687,6 +1687,12 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
     c->population = 10 + (unsigned)rng_below(&c->rng, 100);
     c->ticks = 10 + (unsigned)rng_below(&c->rng, 10);
   }
+  /* The first tick adds the whole population, one id of the pool each,
+     until that many live: never more than the pool holds (its ids were
+     drawn for the setup's population, with repeats dropped), or the adds
+     would never end. */
+  if (c->population > c->slot_count)
+    c->population = (unsigned)c->slot_count;
   if (policies) {
     const char *apply = getenv("AOI_DIFF_POLICIES");
     c->policies = 1;
