@@ -6,9 +6,10 @@
  * Apply. Take each shard's queue from its op ring and apply its records,
  * one per entity: adds, moves, radius and layer changes, removes (see
  * apply_record). Each moved or removed marker leaves a departure where it
- * stood at the end of the last tick, unless every live entity changed this
- * tick (then no watcher is unchanged, and only an unchanged one reads
- * departures: push.c, compute_changes), and each applied entity its mark
+ * stood at the end of the last tick, unless the tick leaves none (only an
+ * unchanged watcher reads departures, push.c and compute_changes, and
+ * with few of them each scans its reach instead: tick.c), and each
+ * applied entity its mark
  * (the position and layers any worker reads in the compute step, and the
  * tick it last moved).
  *

@@ -110,14 +110,15 @@ shard_entry(const void *source, uint32_t i, aoi__grid_item *it)
 /* Indexes the shard's entities, ghosts and departures in its grid: the
    ones its neighbours sent among its ghosts, and its own in place.
    Departures serve only the watchers that compute_changes may take
-   (unchanged, and not stale); when the shard owns none, they are left
-   out, which halves an all-walking shard's grid. The source is kept for
-   the fine grid. */
+   (unchanged, and not stale); when the tick left none (`departures`,
+   tick.c) or the shard owns no such watcher, they are left out, which
+   halves an all-walking shard's grid. The source is kept for the fine
+   grid. */
 static int index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
-                       uint64_t tick, shard_source *src)
+                       uint64_t tick, bool departures, shard_source *src)
 {
   /* the owned entities' box and counts come from publish_ghosts' pass */
-  uint32_t unchanged = s->unchanged;
+  uint32_t unchanged = departures ? s->unchanged : 0;
   double box[4];
   memcpy(box, s->box, sizeof(box));
   uint32_t ghosts = s->ghost_count;
@@ -806,7 +807,8 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   const uint32_t all[4] = {0, 0, g->width - 1, g->height - 1};
   uint64_t views = k->view_n + k->last_view_n;
   uint64_t mean = views > 0 ? (k->view_sum + k->last_view_sum) / views : 0;
-  bool many = (uint64_t)aoi__grid_dirty(g, all) / 2 * mean > 3 * (uint64_t)nq;
+  bool many = (uint64_t)aoi__grid_dirty(g, all) / 2 * mean >
+              AOI__PUSH_EVENTS * (uint64_t)nq;
   if (many || aoi__push_collect(k, s, g, tick, reach) != 0) {
     double hysteresis = k->world->config.hysteresis;
     for (uint32_t q = 0; q < nq; q++) {
@@ -923,7 +925,8 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   uint64_t started = aoi__now_ns();
   shard_source src;
-  int rc = index_shard(k, s, cmd->cell_size, cmd->tick, &src);
+  int rc = index_shard(k, s, cmd->cell_size, cmd->tick, cmd->departures,
+                       &src);
   if (rc != 0) {
     /* No index: queries see this shard as empty until the next tick. */
     aoi__fail(k, rc);
@@ -973,7 +976,10 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
      with a changed marker or a departure within their own reach. The
      others keep their views untouched: nothing they see changed. Each is
      listed by its slot, with the number of changes in its reach
-     (UINT32_MAX: computed whole anyway), which compute_watcher reuses. */
+     (UINT32_MAX: computed whole anyway), which compute_watcher reuses.
+     Without departures (too few unchanged watchers for them to pay,
+     tick.c), an unchanged watcher cannot know what left its reach: it is
+     computed whole too. */
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
   uint64_t *work = k->work;
   uint32_t nw = 0;
@@ -994,7 +1000,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     if ((info & want) != want)
       continue;
     uint32_t dirty = UINT32_MAX;
-    if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE))) {
+    if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) && src.departures) {
       uint32_t slot = g->entry[i].slot;
       double reach = (double)g->entry[i].radius + hysteresis;
       bool listed =

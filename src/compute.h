@@ -101,9 +101,9 @@ static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
    the worker's quiet watchers (k->quiet, flagged AOI__ENTRY_QUIET in g with
    their index in g->cell), which lie within `reach` of them: by watcher in
    k->pushed from k->push_start. 0; AOI_ENOMEM; or another code when the
-   changes make more than three events a quiet watcher (then a scan of
-   each one's reach costs less, and the pushes would take more room than
-   the world needs for itself). */
+   changes make more than AOI__PUSH_EVENTS events a quiet watcher (then a
+   scan of each one's reach costs less, and the pushes would take more
+   room than the world needs for itself). */
 int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
                       uint64_t tick, double reach);
 /* Writes quiet watcher e's record from its `n` pushes (reordered) and

@@ -311,7 +311,7 @@ int aoi__push_collect(aoi__worker *k, const aoi__shard *s, const aoi__grid *g,
   uint32_t nq = k->quiet_count;
   AOI__ASSERT(nq <= AOI__PUSH_Q_MASK);
   k->push_count = k->pushed_done_count = 0;
-  k->push_limit = 3 * nq + 1024;
+  k->push_limit = AOI__PUSH_EVENTS * nq + 1024;
   int rc = collect_changes(k, s, g, tick, reach);
   for (uint32_t j = 0; j < k->pushed_done_count; j++)
     aoi__take_bits(k, k->pushed_done[j]);
