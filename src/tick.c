@@ -68,7 +68,6 @@ static void recompute_highs(aoi_world *w)
   w->radius_high_dirty = w->appeal_high_dirty = false;
 }
 
-/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
 /* The mean view of the watchers the last two ticks computed from a scan
    (the workers' counts, which they reset only inside a tick), 0 before
    any. */
@@ -83,6 +82,7 @@ static uint64_t mean_view(const aoi_world *w)
   return n > 0 ? sum / n : 0;
 }
 
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
 static int tick_begin(aoi_world *w, bool blocking)
 {
   if (w == NULL)
