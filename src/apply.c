@@ -138,10 +138,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   uint32_t now = aoi__stamp(tick);
   e->changed = now;
   if (what & AOI__RECORD_MOVE) {
-    if (e->touched != now) {
-      e->touched = now;
-      touch(s, r->handle);
-    }
+    /* one record an entity a tick: not touched yet */
+    AOI__ASSERT(e->touched != now);
+    e->touched = now;
+    touch(s, r->handle);
     /* moved this tick: not where it stood at the end of the last one (the
        exchange clears the flag the next tick it is not touched) */
     bool moved = (e->flags & AOI_MARKER) && (e->x != r->x || e->y != r->y);

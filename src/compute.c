@@ -807,8 +807,7 @@ static void compute_quiet(aoi__worker *k, aoi__shard *s, const aoi__grid *g,
   const uint32_t all[4] = {0, 0, g->width - 1, g->height - 1};
   uint64_t views = k->view_n + k->last_view_n;
   uint64_t mean = views > 0 ? (k->view_sum + k->last_view_sum) / views : 0;
-  bool many = (uint64_t)aoi__grid_dirty(g, all) / 2 * mean >
-              AOI__PUSH_EVENTS * (uint64_t)nq;
+  bool many = !aoi__pushes_pay(aoi__grid_dirty(g, all) / 2, mean, nq);
   if (many || aoi__push_collect(k, s, g, tick, reach) != 0) {
     double hysteresis = k->world->config.hysteresis;
     for (uint32_t q = 0; q < nq; q++) {

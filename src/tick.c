@@ -150,8 +150,7 @@ static int tick_begin(aoi_world *w, bool blocking)
   uint64_t changed = (uint64_t)w->records - w->limbo_count;
   uint64_t unchanged = w->live > changed ? w->live - changed : 0;
   w->command.departures =
-      unchanged > 0 &&
-      changed * mean_view(w) <= AOI__PUSH_EVENTS * unchanged;
+      unchanged > 0 && aoi__pushes_pay(changed, mean_view(w), unchanged);
   if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
     age_stamps(w, w->command.tick);
   w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;

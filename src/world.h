@@ -650,6 +650,17 @@ struct aoi_world {
   uint64_t *shard_ns;
 };
 
+/* Whether `changes` changed markers, each seen by about `mean` watchers,
+   make at most AOI__PUSH_EVENTS events for each of `unchanged` entities:
+   the pushes pay. The host asks it of the world before a tick (whether
+   to leave departures, tick.c), and a worker of a shard (whether to push
+   to its quiet watchers, compute.c). */
+static inline bool aoi__pushes_pay(uint64_t changes, uint64_t mean,
+                                   uint64_t unchanged)
+{
+  return changes * mean <= AOI__PUSH_EVENTS * unchanged;
+}
+
 /* Whether moves are told by distance bands, so that views keep told
    positions (aoi__view_told). */
 static inline bool aoi__bands(const struct aoi_world *w)
