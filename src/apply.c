@@ -26,6 +26,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *s,
@@ -130,6 +131,8 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     touch(s, r->handle);
     set_mark(w, &e);
     set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
+    if (e.flags & AOI_WATCHER)
+      s->reach_radius = fmaxf(s->reach_radius, e.radius);
     return;
   }
   aoi__location *loc = &w->location[r->handle];
@@ -155,8 +158,11 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     e->x = r->x;
     e->y = r->y;
   }
-  if (what & AOI__RECORD_RADIUS)
+  if (what & AOI__RECORD_RADIUS) {
     e->radius = host->radius;
+    if (e->flags & AOI_WATCHER)
+      s->reach_radius = fmaxf(s->reach_radius, e->radius);
+  }
   if (what & AOI__RECORD_LAYERS) {
     e->layers = more->layers;
     e->interest = more->interest;
@@ -183,6 +189,9 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   s->touched_count = s->departed_count = 0;
+  /* the watchers it held, and those the records add or widen (handoffs
+     add theirs as they come: hand_off) */
+  s->reach_radius = s->radius_held;
   const aoi__queue *q;
   while ((q = aoi__ring_pop(s->ops)) == NULL)
     ; /* cannot happen: the host pushed it before the command */
@@ -201,6 +210,25 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
 
 /* ---- handoffs ----------------------------------------------------------- */
 
+/* Notes that shard `to` may hold a watcher of `radius` this tick: in the
+   shard itself when it is this worker's, else in reach_put for the
+   exchange step, where every worker reads it (exchange.c). Noted before
+   the handoff is made, and kept if it fails: too wide a reach costs
+   ghosts, too narrow one would lose them. */
+static void reach_to(aoi__worker *k, unsigned to, float radius)
+{
+  aoi_world *w = k->world;
+  if (aoi__worker_of(w, to) == k->index) {
+    w->shards[to].reach_radius = fmaxf(w->shards[to].reach_radius, radius);
+    return;
+  }
+  if (k->reach_put[to] < 0) {
+    AOI__ASSERT(k->reach_to_count < w->shard_count);
+    k->reach_to[k->reach_to_count++] = to;
+  }
+  k->reach_put[to] = fmaxf(k->reach_put[to], radius);
+}
+
 /* Hands the entity at `slot` to the shard its position names, if that is
    not this one: moved directly to a shard of this worker, or appended to the
    batch for the owning worker. Room for both was reserved by the host. */
@@ -213,6 +241,8 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
     return;
   AOI__STRESS();
   unsigned owner = aoi__worker_of(w, to);
+  if (e.flags & AOI_WATCHER)
+    reach_to(k, to, e.radius);
   if (owner == k->index) {
     /* Insert first: if that fails the entity stays where it is. */
     int rc = aoi__shard_insert(&w->allocator, &w->shards[to], w->location, &e);

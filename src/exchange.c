@@ -2,11 +2,17 @@
  * exchange.c: step 2 of a tick, on each worker for its own shards: ghost
  * publishing.
  *
- * Every owned marker within ghost reach (the largest watcher reach, per
- * axis, shape-aware) of another shard's rectangle is copied there as a
- * ghost: stored directly in a shard of this worker, or appended to the
- * ghost batch for the owning worker, one batch per peer (worker.c). Since
- * a watcher's position lies in its own shard's rectangle, every marker it
+ * Every owned marker within ghost reach of another shard's rectangle is
+ * copied there as a ghost: stored directly in a shard of this worker, or
+ * appended to the ghost batch for the owning worker, one batch per peer
+ * (worker.c). A shard's ghost reach is its own widest watcher's (per axis,
+ * shape-aware), or the marker's appeal where that is wider, and a shard
+ * without watchers is sent none: one far-sighted watcher widens the band
+ * of ghosts around its own shard, not around every shard. The apply step
+ * notes each shard's widest watcher (the ones it held at the last exchange,
+ * and those added, widened or handed to it since: apply.c), and every
+ * worker reads the notes once the handoff batches are in. Since a
+ * watcher's position lies in its own shard's rectangle, every marker it
  * could see is then in that shard, owned or ghosted. Each departure this
  * tick's ops made (where a marker that moved or was removed stood at the
  * end of the last tick) goes the same way to every other shard near where
@@ -38,52 +44,165 @@ static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
     t->ghost_markers++;
 }
 
-/* Sends a copy of g to every shard whose rectangle lies within `reach` of
-   (g->x, g->y) per axis, except shard `skip`. Returns how many it sent. */
-static uint32_t send_around(aoi__worker *k, aoi__ghost g, double reach,
-                            unsigned skip)
+/* Shard s's rectangle: x0, y0, x1, y1 (x0 <= x < x1), the edge shards
+   out to infinity. */
+static void shard_rect(const aoi__layout *l, unsigned s, double r[4])
+{
+  unsigned col = s % l->cols, row = s / l->cols;
+  r[0] = col > 0 ? l->xcut[col - 1] : -INFINITY;
+  r[1] = row > 0 ? l->ycut[row - 1] : -INFINITY;
+  r[2] = col + 1 < l->cols ? l->xcut[col] : INFINITY;
+  r[3] = row + 1 < l->rows ? l->ycut[row] : INFINITY;
+}
+
+/* Whether (x, y) lies within d of the rectangle r per axis: what the cut
+   lookups of aoi__layout_col and aoi__layout_row say, as comparisons. */
+static inline bool near_rect(const double r[4], double x, double y, double d)
+{
+  return r[0] <= x + d && x - d < r[2] && r[1] <= y + d && y - d < r[3];
+}
+
+/* Whether (x, y) lies more than d inside every edge of r: then it is
+   within d of no other shard. */
+static inline bool deep_inside(const double r[4], double x, double y,
+                               double d)
+{
+  return x - d >= r[0] && x + d < r[2] && y - d >= r[1] && y + d < r[3];
+}
+
+static void send(aoi__worker *k, aoi__ghost g, unsigned to)
 {
   aoi_world *w = k->world;
-  const aoi__layout *l = &w->layout;
-  unsigned c0 = aoi__layout_col(l, (double)g.x - reach);
-  unsigned c1 = aoi__layout_col(l, (double)g.x + reach);
-  unsigned r0 = aoi__layout_row(l, (double)g.y - reach);
-  unsigned r1 = aoi__layout_row(l, (double)g.y + reach);
+  g.shard = to;
+  unsigned owner = aoi__worker_of(w, to);
+  if (owner != k->index)
+    aoi__batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
+  else
+    store_ghost(k, &w->shards[to], &g);
+}
+
+/* Sends a copy of g to every shard but `skip` whose watchers could see it:
+   every shard t with watchers that g lies within max(ghost_reach[t],
+   appeal) of, per axis (appeal: the ghost reach of the marker's own
+   appeal, or -1). The shards up to near_reach are found from the cuts,
+   the far ones (`far`, which may leave out those g cannot reach) one by
+   one. `rect` is the rectangle of the shard sending. Returns how many
+   copies it sent. */
+static uint32_t send_around(aoi__worker *k, aoi__ghost g, double appeal,
+                            const double rect[4], const uint32_t *far,
+                            unsigned nfar, unsigned skip)
+{
+  const aoi__layout *l = &k->world->layout;
+  const double *reach = k->ghost_reach, near = k->near_reach;
+  double x = g.x, y = g.y;
   uint32_t sent = 0;
-  for (unsigned row = r0; row <= r1; row++)
-    for (unsigned col = c0; col <= c1; col++) {
-      unsigned to = row * l->cols + col;
-      if (to == skip)
-        continue;
-      g.shard = to;
+  double d = fmax(near, appeal);
+  if (near >= 0 && !deep_inside(rect, x, y, d)) {
+    unsigned c0 = aoi__layout_col(l, x - d), c1 = aoi__layout_col(l, x + d);
+    unsigned r0 = aoi__layout_row(l, y - d), r1 = aoi__layout_row(l, y + d);
+    for (unsigned row = r0; row <= r1; row++)
+      for (unsigned col = c0; col <= c1; col++) {
+        unsigned to = row * l->cols + col;
+        /* none without watchers; the far ones come below */
+        if (to == skip || reach[to] < 0 || reach[to] > near)
+          continue;
+        double e = fmax(reach[to], appeal), r[4];
+        if (e < d) { /* (at d the cuts have said so) */
+          shard_rect(l, to, r);
+          if (!near_rect(r, x, y, e))
+            continue;
+        }
+        send(k, g, to);
+        sent++;
+      }
+  }
+  for (unsigned i = 0; i < nfar; i++) {
+    unsigned to = far[i];
+    double r[4];
+    shard_rect(l, to, r);
+    if (to != skip && near_rect(r, x, y, fmax(reach[to], appeal))) {
+      send(k, g, to);
       sent++;
-      unsigned owner = aoi__worker_of(w, to);
-      if (owner != k->index)
-        aoi__batch_append(k, &k->ghosts_out[owner], &g, sizeof(g));
-      else
-        store_ghost(k, &w->shards[to], &g);
     }
+  }
   return sent;
 }
 
-/* Ghosts every marker near another shard, and sends this tick's departures
-   to every other shard whose watchers could have seen the marker where it
-   stood. */
-void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
-                         uint64_t tick)
+void aoi__ghost_reaches(aoi__worker *k)
+{
+  aoi_world *w = k->world;
+  unsigned n = w->shard_count;
+  double *reach = k->ghost_reach;
+  k->far_count = 0;
+  k->near_reach = -1;
+  if (n == 1)
+    return; /* nowhere to send */
+  /* each shard's widest watcher: its own worker's note, and the notes of
+     the workers that handed it theirs (read after their handoff batch) */
+  for (unsigned t = 0; t < n; t++)
+    reach[t] = w->shards[t].reach_radius;
+  for (unsigned j = 0; j < w->threads; j++) {
+    const aoi__worker *p = &w->workers[j];
+    for (uint32_t i = 0; i < p->reach_to_count; i++) {
+      uint32_t t = p->reach_to[i];
+      reach[t] = fmax(reach[t], p->reach_put[t]);
+    }
+  }
+  /* The AOI__FAR_SHARDS + 1 largest ghost reaches, in descending order:
+     the shards above the last are far, and the last is near_reach. */
+  double top[AOI__FAR_SHARDS + 1];
+  unsigned ntop = 0;
+  for (unsigned t = 0; t < n; t++) {
+    if (reach[t] < 0) {
+      reach[t] = -1;
+      continue;
+    }
+    double g = reach[t] = aoi__ghost_reach(w, reach[t]);
+    if (ntop == AOI__FAR_SHARDS + 1 && g <= top[AOI__FAR_SHARDS])
+      continue;
+    unsigned at = ntop < AOI__FAR_SHARDS + 1 ? ntop++ : AOI__FAR_SHARDS;
+    for (; at > 0 && top[at - 1] < g; at--)
+      top[at] = top[at - 1];
+    top[at] = g;
+  }
+  /* (with at most AOI__FAR_SHARDS shards of watchers, all are far) */
+  double near = ntop == AOI__FAR_SHARDS + 1 ? top[AOI__FAR_SHARDS] : -1;
+  for (unsigned t = 0; t < n; t++)
+    if (reach[t] > near) {
+      AOI__ASSERT(k->far_count < AOI__FAR_SHARDS);
+      k->far[k->far_count++] = t;
+    }
+  k->near_reach = near;
+}
+
+/* Ghosts every marker near another shard's watchers, and sends this
+   tick's departures to every other shard whose watchers could have seen
+   the marker where it stood. */
+void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
-  /* A marker farther than `reach` inside every edge of the shard goes to
-     no other shard (send_around would find only this one): its own
-     rectangle tells so without searching the cuts. */
-  const aoi__layout *l = &k->world->layout;
-  unsigned col = s->index % l->cols, row = s->index / l->cols;
-  double x0 = col > 0 ? l->xcut[col - 1] : -INFINITY;
-  double x1 = col + 1 < l->cols ? l->xcut[col] : INFINITY;
-  double y0 = row > 0 ? l->ycut[row - 1] : -INFINITY;
-  double y1 = row + 1 < l->rows ? l->ycut[row] : INFINITY;
-  /* the shard's counts and box for the grid, in the same pass */
+  aoi_world *w = k->world;
+  double rect[4];
+  shard_rect(&w->layout, s->index, rect);
+  /* The far shards that a marker of this one without appeal can reach,
+     and the distance inside its edges beyond which such a marker goes to
+     no other shard (send_around would find none): its own rectangle tells
+     so without searching the cuts. */
+  uint32_t far[AOI__FAR_SHARDS];
+  unsigned nfar = 0;
+  double inside = k->near_reach;
+  for (unsigned i = 0; i < k->far_count; i++) {
+    double r[4], d = k->ghost_reach[k->far[i]];
+    shard_rect(&w->layout, k->far[i], r);
+    if (k->far[i] != s->index && r[0] - d <= rect[2] &&
+        rect[0] <= r[2] + d && r[1] - d <= rect[3] && rect[1] <= r[3] + d) {
+      far[nfar++] = k->far[i];
+      inside = fmax(inside, d);
+    }
+  }
+  /* the shard's counts, box and widest watcher, in the same pass */
   uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
+  float widest = -1;
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
@@ -91,6 +210,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     if (e->flags & AOI_WATCHER) {
       capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
+      widest = fmaxf(widest, e->radius);
     }
     if (!(e->flags & AOI_MARKER))
       continue;
@@ -99,9 +219,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
        then: an entity's line stays clean) */
     if ((e->flags & AOI__ENTITY_MOVED) && e->touched != now)
       e->flags &= (uint8_t)~AOI__ENTITY_MOVED;
-    double x = e->x, y = e->y;
-    if (x - reach >= x0 && x + reach < x1 && y - reach >= y0 &&
-        y + reach < y1)
+    bool appeal = (e->flags & AOI__ENTITY_APPEAL) != 0;
+    if (!appeal && (inside < 0 || deep_inside(rect, e->x, e->y, inside)))
       continue;
     aoi__ghost g;
     g.id = e->id;
@@ -111,16 +230,26 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
     g.y = e->y;
     g.shard = s->index;
     g.kind = e->changed == now ? AOI__GHOST_CHANGED : 0;
-    if (e->flags & AOI__ENTITY_APPEAL)
+    if (appeal)
       g.kind |= AOI__GHOST_APPEAL;
     if (e->flags & AOI__ENTITY_MOVED)
       g.kind |= AOI__GHOST_MOVED;
-    k->ghosts += send_around(k, g, reach, s->index);
+    /* one seen by its appeal may reach any far shard */
+    k->ghosts +=
+        appeal ? send_around(k, g, aoi__ghost_reach(w, w->appeal[e->handle]),
+                             rect, k->far, k->far_count, s->index)
+               : send_around(k, g, -1, rect, far, nfar, s->index);
   }
+  /* A departure serves the unchanged watchers that held the marker, which
+     saw it by their own radius: a watcher that sees one by its appeal is
+     computed whole every tick (compute.c). Where it stood may lie outside
+     this shard's rectangle when the cuts moved: every far shard. */
   for (uint32_t i = 0; i < s->departed_count; i++)
-    send_around(k, s->departed[i], reach, s->index);
+    send_around(k, s->departed[i], -1, rect, k->far, k->far_count,
+                s->index);
   s->capped = capped;
   s->unchanged = unchanged;
+  s->radius_held = widest;
   memcpy(s->box, box, sizeof(box));
 }
 

@@ -105,7 +105,7 @@ void aoi__tick_on_host(struct aoi_world *world,
                        const aoi__tick_command *cmd);
 void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
-                      unsigned threads);
+                      unsigned threads, unsigned shards);
 
 /* The worker that owns a shard. */
 static inline unsigned aoi__worker_of(const struct aoi_world *w,
@@ -150,9 +150,11 @@ void aoi__find_handoffs(aoi__worker *k, aoi__shard *s, bool relayout,
 void aoi__take_handoffs(aoi__worker *k, const aoi__batch *b);
 
 /* exchange.c: step 2. */
+/* Each shard's ghost reach, from what every worker's apply step noted
+   (after the handoff batches). */
+void aoi__ghost_reaches(aoi__worker *k);
 /* Ghosts the shard's markers and departures to the shards near them. */
-void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, double reach,
-                         uint64_t tick);
+void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick);
 /* Stores the ghosts of a peer's batch. */
 void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b);
 

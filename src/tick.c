@@ -134,7 +134,6 @@ static int tick_begin(aoi_world *w, bool blocking)
   /* A marker is seen from max(the watcher's radius, its own appeal). */
   double seen = fmax(w->radius_high, w->appeal_high);
   double reach = seen + (double)w->config.hysteresis;
-  double extent = aoi__reach_extent(&w->shape, reach);
   w->command.tick = w->tick + 1;
   /* The records are one per live entity that changed and one per entity
      removed since the last tick (limbo). Departures serve the unchanged
@@ -153,7 +152,7 @@ static int tick_begin(aoi_world *w, bool blocking)
       unchanged > 0 && aoi__pushes_pay(changed, mean_view(w), unchanged);
   if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
     age_stamps(w, w->command.tick);
-  w->command.ghost_reach = extent * (1 + 1e-9) + 1e-9;
+  w->command.ghost_reach = aoi__ghost_reach(w, seen);
   w->command.appeals = w->appeal_high > 0;
   /* Cells follow the usual reach, not the largest: a watcher scans the
      cells its own reach covers, so one spectator with a huge radius costs

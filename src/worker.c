@@ -50,7 +50,7 @@ void aoi__shard_free(const aoi_allocator *a, aoi__shard *s, bool told)
 }
 
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
-                      unsigned threads)
+                      unsigned threads, unsigned shards)
 {
   for (unsigned i = 0; i < threads; i++) {
     aoi__worker *k = &workers[i];
@@ -66,6 +66,9 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
                   sizeof(aoi__ghost) * k->ghosts_out[j].capacity);
     aoi__free(a, k->handoffs_out, sizeof(aoi__batch) * threads);
     aoi__free(a, k->ghosts_out, sizeof(aoi__batch) * threads);
+    aoi__free(a, k->reach_put, sizeof(float) * shards);
+    aoi__free(a, k->reach_to, sizeof(uint32_t) * shards);
+    aoi__free(a, k->ghost_reach, sizeof(double) * shards);
     aoi__free(a, k->candidates,
               sizeof(aoi__candidate) * 2 * (size_t)k->candidate_capacity);
     aoi__free(a, k->hits, sizeof(uint32_t) * k->hit_capacity);
@@ -161,6 +164,9 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
   }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].degraded = false;
+  for (uint32_t i = 0; i < k->reach_to_count; i++)
+    k->reach_put[k->reach_to[i]] = -1;
+  k->reach_to_count = 0;
 
   k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
@@ -180,8 +186,9 @@ static void tick_exchange(aoi__worker *k, const aoi__tick_command *cmd)
   k->phase_started = t1;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = w->shards[s].ghost_markers = 0;
+  aoi__ghost_reaches(k);
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
-    aoi__publish_ghosts(k, &w->shards[s], cmd->ghost_reach, cmd->tick);
+    aoi__publish_ghosts(k, &w->shards[s], cmd->tick);
   send_batches(k, k->ghosts_out, AOI_PHASE_EXCHANGE);
 }
 

@@ -202,7 +202,7 @@ static void world_free(aoi_world *w)
       aoi__bell_ring(&k->bell);
       pthread_join(k->thread, NULL);
     }
-    aoi__worker_free(a, w->workers, w->threads);
+    aoi__worker_free(a, w->workers, w->threads, w->shard_count);
     aoi__free(a, w->workers, sizeof(aoi__worker) * w->threads);
   }
   if (w->peer != NULL) {
@@ -277,6 +277,7 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     goto fail;
   for (unsigned i = 0; i < w->shard_count; i++) {
     w->shards[i].index = i;
+    w->shards[i].reach_radius = w->shards[i].radius_held = -1;
     if ((w->shards[i].ops = aoi__ring_create(a, 4)) == NULL)
       goto fail;
   }
@@ -301,9 +302,15 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     k->done = aoi__ring_create(a, 4);
     k->handoffs_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
     k->ghosts_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
+    k->reach_put = aoi__calloc(a, sizeof(float) * w->shard_count);
+    k->reach_to = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
+    k->ghost_reach = aoi__calloc(a, sizeof(double) * w->shard_count);
     if (k->control == NULL || k->done == NULL || k->handoffs_out == NULL ||
-        k->ghosts_out == NULL)
+        k->ghosts_out == NULL || k->reach_put == NULL ||
+        k->reach_to == NULL || k->ghost_reach == NULL)
       goto fail;
+    for (unsigned s = 0; s < w->shard_count; s++)
+      k->reach_put[s] = -1;
     if (aoi__bell_init(&k->bell) != 0) {
       rc = AOI_ESYS;
       goto fail;

@@ -59,6 +59,11 @@
 #ifndef AOI__PUSH_EVENTS
 #define AOI__PUSH_EVENTS 6
 #endif
+/* At most this many shards, those whose watchers see farthest, are sent
+   ghosts by their own reach; the ghosts to the others are found by the
+   largest reach among those (exchange.c). So one far-sighted watcher
+   widens the ghost band around its own shard only. */
+#define AOI__FAR_SHARDS 8
 /* A tick whose cost, about live entities + 16 x queued records, is at most
    this runs on the host thread (tick.c): waking the workers would cost
    more. */
@@ -392,6 +397,15 @@ typedef struct aoi__shard {
   aoi__ghost *departed; /* this tick's departures from here (owned ones) */
   uint32_t departed_count, departed_capacity;
   uint32_t ghost_markers; /* ghosts that are markers, not departures */
+  /* The largest radius of a watcher this shard may hold in this tick's
+     compute step, or -1 for none: written by its worker in the apply
+     step (from radius_held, the watchers it adds or sets and those its
+     worker hands to it), read by every worker in the exchange step, which
+     sizes the ghosts sent here by it (exchange.c). */
+  float reach_radius;
+  /* Its worker's only: the largest radius of the watchers it held at the
+     last exchange step (-1: none). */
+  float radius_held;
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
   /* Found by this tick's pass of publish_ghosts over the entities, for the
@@ -425,7 +439,8 @@ typedef struct aoi__batch {
 
 typedef struct aoi__tick_command {
   uint64_t tick;
-  double ghost_reach; /* per-axis distance within which markers are ghosted */
+  double ghost_reach; /* the largest per-axis distance at which a shard's
+                         watchers may see a marker (query.c) */
   double cell_size;   /* grid cell side */
   double usual_reach; /* the mean radius, with the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
@@ -477,6 +492,20 @@ typedef struct aoi__worker {
   aoi__bell bell;     /* rung by the host and by peers */
   aoi__batch *handoffs_out; /* one per peer worker */
   aoi__batch *ghosts_out;
+  /* The apply step's radii of the watchers this worker handed to another
+     worker's shards: reach_put[t] for each shard t of reach_to (-1 for
+     the others), read by every worker in the exchange step. */
+  float *reach_put;
+  uint32_t *reach_to;
+  uint32_t reach_to_count;
+  /* The exchange step's ghost reach of every shard (exchange.c): the
+     per-axis distance within which a marker is ghosted there, or < 0 for
+     a shard without watchers. The few shards whose reach is above
+     near_reach (a far-sighted watcher's) are tested one by one: far[]. */
+  double *ghost_reach;
+  double near_reach;
+  uint32_t far[AOI__FAR_SHARDS];
+  unsigned far_count;
   /* compute scratch */
   uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
   uint32_t work_capacity;
@@ -649,6 +678,17 @@ struct aoi_world {
   uint32_t *shard_entities;
   uint64_t *shard_ns;
 };
+
+/* The per-axis distance within which a marker may be seen by a watcher
+   that sees `seen` far (its radius, or the marker's appeal), with the
+   hysteresis, padded against rounding: markers that near a shard are
+   ghosted there (tick.c for the world's largest, exchange.c per shard). */
+static inline double aoi__ghost_reach(const struct aoi_world *w, double seen)
+{
+  double extent =
+      aoi__reach_extent(&w->shape, seen + (double)w->config.hysteresis);
+  return extent * (1 + 1e-9) + 1e-9;
+}
 
 /* Whether `changes` changed markers, each seen by about `mean` watchers,
    make at most AOI__PUSH_EVENTS events for each of `unchanged` entities:
