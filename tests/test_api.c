@@ -1877,6 +1877,139 @@ static void test_crowd_every_layout(void **state)
   records_free(&other);
 }
 
+/* ---- ghosts by each shard's reach ---------------------------------------- */
+
+/* Markers every 20 units over (0, 0) - (400, 400), cut at 200: the reaches
+   below put no marker at the very edge of a band (a multiple of 20 from a
+   cut), where the engine's margin against rounding would decide. */
+enum { GHOST_GRID = 21 };
+
+typedef struct ghost_world {
+  aoi_world *w;
+  uint64_t ids[GHOST_GRID * GHOST_GRID + 1];
+  float x[GHOST_GRID * GHOST_GRID + 1], y[GHOST_GRID * GHOST_GRID + 1];
+  float appeal[GHOST_GRID * GHOST_GRID + 1];
+  size_t markers;
+} ghost_world;
+
+/* The shard whose rectangle holds (x, y). */
+static unsigned shard_at(aoi_world *w, unsigned shards, float x, float y)
+{
+  for (unsigned s = 0; s < shards; s++) {
+    aoi_shard_info info;
+    assert_int_equal(aoi_shard_info_get(w, s, &info), 0);
+    if (x >= info.min_x && x < info.max_x && y >= info.min_y &&
+        y < info.max_y)
+      return s;
+  }
+  fail_msg("no shard holds (%g, %g)", x, y);
+  return 0;
+}
+
+/* Shard s held exactly the markers outside its rectangle that lie within
+   max(reach, their appeal) of it per axis; none when reach < 0 (it has
+   no watchers). */
+static void expect_shard_ghosts(ghost_world *g, unsigned s, double reach)
+{
+  aoi_shard_info r;
+  assert_int_equal(aoi_shard_info_get(g->w, s, &r), 0);
+  uint64_t want[GHOST_GRID * GHOST_GRID + 1], got[GHOST_GRID * GHOST_GRID + 1];
+  size_t n = 0, count = 0;
+  for (size_t i = 0; reach >= 0 && i < g->markers; i++) {
+    double x = g->x[i], y = g->y[i], d = fmax(reach, g->appeal[i]);
+    bool in = x >= r.min_x && x < r.max_x && y >= r.min_y && y < r.max_y;
+    if (!in && r.min_x <= x + d && x - d < r.max_x && r.min_y <= y + d &&
+        y - d < r.max_y)
+      want[n++] = g->ids[i];
+  }
+  assert_int_equal(aoi_shard_ghosts(g->w, s, got, COUNT_OF(got), &count), 0);
+  if (count != n)
+    fail_msg("shard %u: %zu ghosts, %zu expected (reach %g)", s, count, n,
+             reach);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(got[i], want[i]);
+}
+
+/* A shard is sent the markers within its own watchers' reach (or a
+   marker's appeal), and a shard without watchers none: one far-sighted
+   watcher widens the band around its own shard only, and follows it when
+   it moves or narrows. */
+static void test_ghosts_by_shard_reach(void **state)
+{
+  (void)state;
+  aoi_config c;
+  aoi_config_default(&c);
+  c.threads = 2;
+  c.shards = 4;
+  c.max_x = c.max_y = 400;
+  ghost_world g = {0};
+  g.w = create_or_fail(&c);
+  for (unsigned row = 0; row < GHOST_GRID; row++)
+    for (unsigned col = 0; col < GHOST_GRID; col++) {
+      size_t i = g.markers++;
+      g.ids[i] = i + 1;
+      g.x[i] = (float)(20 * col);
+      g.y[i] = (float)(20 * row);
+      assert_int_equal(aoi_add(g.w, g.ids[i], g.x[i], g.y[i], 0, AOI_MARKER,
+                               1, 0),
+                       0);
+    }
+  /* one marker seen from 250 away, at the far corner of its shard */
+  size_t a = g.markers++;
+  g.ids[a] = 2001;
+  g.x[a] = 390;
+  g.y[a] = 10;
+  g.appeal[a] = 250;
+  assert_int_equal(aoi_add(g.w, 2001, 390, 10, 0, AOI_MARKER, 1, 0), 0);
+  assert_int_equal(aoi_set_appeal(g.w, 2001, 250), 0);
+  assert_int_equal(aoi_add(g.w, 1001, 100, 100, 5, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(aoi_add(g.w, 1002, 300, 300, 150, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+
+  unsigned near = shard_at(g.w, 4, 100, 100), far = shard_at(g.w, 4, 300, 300);
+  unsigned moved = shard_at(g.w, 4, 100, 300);
+  unsigned empty = shard_at(g.w, 4, 300, 100);
+  assert_true(near != far && far != moved && moved != near && empty != near &&
+              empty != far && empty != moved);
+  expect_shard_ghosts(&g, near, 5);
+  expect_shard_ghosts(&g, far, 150);
+  expect_shard_ghosts(&g, moved, -1);
+  expect_shard_ghosts(&g, empty, -1);
+  size_t count = 0;
+  uint64_t ids[2];
+  assert_int_equal(aoi_view(g.w, 1001, ids, 2, &count), 0);
+  assert_int_equal(count, 1); /* the marker at (100, 100), and no other */
+  assert_int_equal(aoi_view(g.w, 1002, NULL, 0, &count), 0);
+  assert_true(count > 100);
+
+  /* handed to another shard: its band goes with it (the shard it left may
+     keep its band for the tick, its watchers as of the last one) */
+  assert_int_equal(aoi_move(g.w, 1002, 100, 300), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_shard_ghosts(&g, moved, 150);
+  expect_shard_ghosts(&g, near, 5);
+  expect_shard_ghosts(&g, empty, -1);
+  /* a tick later the shard it left holds no watcher and no ghost */
+  assert_int_equal(aoi_set_radius(g.w, 1001, 5), 0); /* (a record) */
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_shard_ghosts(&g, far, -1);
+  expect_shard_ghosts(&g, moved, 150);
+
+  /* narrowed: the band narrows a tick later */
+  assert_int_equal(aoi_set_radius(g.w, 1002, 8), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_shard_ghosts(&g, moved, 150);
+  assert_int_equal(aoi_set_radius(g.w, 1001, 5), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_shard_ghosts(&g, moved, 8);
+  expect_shard_ghosts(&g, near, 5);
+  /* widened: at once */
+  assert_int_equal(aoi_set_radius(g.w, 1001, 50), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_shard_ghosts(&g, near, 50);
+  aoi_destroy(g.w);
+}
+
 /* ---- statistics --------------------------------------------------------- */
 
 static void expect_stats(aoi_world *w, layout l, uint64_t tick,
@@ -2677,6 +2810,7 @@ int main(void)
       cmocka_unit_test(test_query_capacity),
       cmocka_unit_test(test_layer_masks),
       cmocka_unit_test(test_crowd_every_layout),
+      cmocka_unit_test(test_ghosts_by_shard_reach),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_allocator_sees_everything_freed),
       cmocka_unit_test(test_allocator_any_alignment),
