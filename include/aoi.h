@@ -485,6 +485,13 @@ typedef struct aoi_shard_info {
   uint32_t entities; /* entities it owns */
   uint32_t ghosts;   /* ghost copies of markers owned by its neighbours */
   uint64_t compute_ns;
+  /* How far beyond its rectangle, per axis, other shards' markers were
+     ghosted to it: its widest watcher's radius plus the hysteresis (in
+     whole cells for AOI_SHAPE_CELLS, and a hair more against rounding); a
+     marker with an appeal comes from as far as its appeal reaches. 0 when
+     it had no watchers or is the only shard. Many ghosts and a wide reach
+     say the shard holds a far-sighted watcher. */
+  double ghost_reach;
 } aoi_shard_info;
 
 /* Describes shard `shard` (0 .. stats.shards - 1). AOI_EINVAL when out of

@@ -250,6 +250,9 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   s->capped = capped;
   s->unchanged = unchanged;
   s->radius_held = widest;
+  s->ghost_reach = w->shard_count > 1 && k->ghost_reach[s->index] > 0
+                       ? k->ghost_reach[s->index]
+                       : 0;
   memcpy(s->box, box, sizeof(box));
 }
 

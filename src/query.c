@@ -230,6 +230,7 @@ int aoi_shard_info_get(const aoi_world *w, unsigned shard,
   i.entities = w->shards[shard].count;
   i.ghosts = w->shards[shard].ghost_markers;
   i.compute_ns = w->shards[shard].compute_ns;
+  i.ghost_reach = w->shards[shard].ghost_reach;
   *info = i;
   return 0;
 }

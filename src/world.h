@@ -406,6 +406,7 @@ typedef struct aoi__shard {
   /* Its worker's only: the largest radius of the watchers it held at the
      last exchange step (-1: none). */
   float radius_held;
+  double ghost_reach; /* the last exchange step's (aoi_shard_info) */
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
   /* Found by this tick's pass of publish_ghosts over the entities, for the

@@ -1922,6 +1922,12 @@ static void expect_shard_ghosts(ghost_world *g, unsigned s, double reach)
         y - d < r.max_y)
       want[n++] = g->ids[i];
   }
+  /* it reports the reach it was sent by */
+  if (reach < 0)
+    assert_true(r.ghost_reach == 0);
+  else
+    assert_true(fabs(r.ghost_reach - reach) < 1e-6);
+  assert_int_equal(r.ghosts, n);
   assert_int_equal(aoi_shard_ghosts(g->w, s, got, COUNT_OF(got), &count), 0);
   if (count != n)
     fail_msg("shard %u: %zu ghosts, %zu expected (reach %g)", s, count, n,
@@ -2032,6 +2038,9 @@ static void expect_stats(aoi_world *w, layout l, uint64_t tick,
   if (s.shards == 1) {
     assert_int_equal(s.ghosts, 0);
     assert_int_equal(s.handoffs, 0);
+    aoi_shard_info info;
+    assert_int_equal(aoi_shard_info_get(w, 0, &info), 0);
+    assert_true(info.ghost_reach == 0);
   }
 }
 

@@ -604,15 +604,16 @@ static void snapshot(const options *o, crowd *c)
   for (unsigned s = 0; s < n; s++) {
     double x = map_x(clamp_world(shards[s].min_x)) + 6;
     double y = map_y(clamp_world(shards[s].max_y)) + 16;
-    if (map_x(clamp_world(shards[s].max_x)) - x < 140 ||
+    if (map_x(clamp_world(shards[s].max_x)) - x < 190 ||
         map_y(clamp_world(shards[s].min_y)) - y < 40)
       continue;
     const char *halo = "font-size=\"12\" fill=\"" COLOR_INK "\" "
                        "stroke=\"#ffffff\" stroke-width=\"3\" "
                        "paint-order=\"stroke\"";
     svg_text(f, x, y, halo, "shard %u (worker %u)", s, shards[s].worker);
-    svg_text(f, x, y + 15, halo, "%" PRIu32 " entities, %" PRIu32 " ghosts",
-             shards[s].entities, shards[s].ghosts);
+    svg_text(f, x, y + 15, halo,
+             "%" PRIu32 " entities, %" PRIu32 " ghosts (reach %.4g)",
+             shards[s].entities, shards[s].ghosts, shards[s].ghost_reach);
   }
 
   /* A scale bar of 100 world units. */
