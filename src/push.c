@@ -399,21 +399,16 @@ uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
                   (uint64_t)AOI__RECORD_HEADER * k->push_watchers +
                   AOI__RECORD_LONG_HEADER - AOI__RECORD_HEADER;
   aoi__segment *seg = &k->world->segments[k->index];
-  if (seg->count + need > UINT32_MAX / 2 ||
-      aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
-                         &seg->capacity, (uint32_t)(seg->count + need),
-                         sizeof(uint32_t)) != 0) {
-    /* each is then written alone, and fails alone */
-    for (uint32_t q = 0; q < nq; q++)
-      if (start[q + 1] > start[q])
-        rest[nr++] = q;
-    return nr;
-  }
+  /* without that room, each is written alone, and fails alone */
+  bool room = seg->count + need <= UINT32_MAX / 2 &&
+              aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
+                                 &seg->capacity, (uint32_t)(seg->count + need),
+                                 sizeof(uint32_t)) == 0;
   for (uint32_t q = 0; q < nq; q++) {
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)
       continue;
-    if (kinds[q] != moves || n > AOI__PUSH_MOVES_MAX) {
+    if (!room || kinds[q] != moves || n > AOI__PUSH_MOVES_MAX) {
       rest[nr++] = q;
       continue;
     }
