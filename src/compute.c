@@ -369,6 +369,125 @@ static inline void meet_member(aoi__worker *k, const aoi__entity *e,
   }
 }
 
+/* The end of a watcher's scan, from what its gather left: the view's
+   held markers met (their member bits cleared, moved bits set where told;
+   on the plain path their ids in k->met, `nmet` of them), the others'
+   bits still set (they leave), and `n` enters in k->candidates (none
+   stored when `complete` is false). Writes the record and the new view.
+   `far`: it saw a marker by its appeal; `lagging`: a band held a move
+   back; `ntells`: the told positions noted in k->tells (bands). */
+static inline __attribute__((always_inline)) int
+scan_finish(aoi__worker *k, aoi__entity *e, uint32_t n, uint32_t nmet,
+            bool complete, bool far, bool lagging, uint32_t ntells,
+            const bool policy)
+{
+  aoi_world *w = k->world;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  const uint32_t *held = view->handles;
+  bool bands = policy && aoi__bands(w);
+  uint8_t *const member = k->member;
+  uint64_t *met = k->met;
+  /* Without bands a resync tells every kept marker; with them the told
+     positions say exactly what each client lacks. */
+  bool resync = !bands && (e->stale & AOI__STALE_RESYNC) != 0;
+  uint32_t later = (far || lagging) ? AOI__STALE_POLICY : 0;
+  if (!complete)
+    n = 0;
+  uint32_t *rec = NULL;
+  /* With an empty view, the enters are the new view: the record says so
+     and stores none (AOI__RECORD_VIEW). */
+  bool by_view = v == 0 && n > 0;
+  if (v + n > 0 &&
+      ((rec = aoi__reserve_events(k, by_view ? 0 : v + n)) == NULL ||
+       aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
+                    v + 1, sizeof(uint32_t)) != 0)) {
+    /* keep the view, and the positions it was told; the bits go back to
+       clear */
+    aoi__clear_view_bits(k, held, v);
+    return AOI_ENOMEM;
+  }
+  if (n > 0 &&
+      aoi__view_reserve_k(k, view, v + n, bands) != 0) {
+    complete = false;
+    n = 0;
+  }
+  uint32_t *hs = view->handles; /* may have moved */
+  if (bands) {
+    float *now = aoi__view_told(view, true);
+    for (uint32_t j = 0; j < ntells; j++) {
+      const uint32_t *t = &k->tells[3 * j];
+      memcpy(&now[2 * t[0]], &t[1], sizeof(float));
+      memcpy(&now[2 * t[0] + 1], &t[2], sizeof(float));
+    }
+  }
+  float *told_now = bands ? aoi__view_told(view, true) : NULL;
+  bool move_events = w->config.move_events != 0;
+  if (v + n == 0) {
+    k->view_n++;
+    if (!complete)
+      aoi__fail(k, AOI_ENOMEM); /* its enters come next tick */
+    e->stale = complete ? 0 : AOI__STALE_WHOLE;
+    return 0;
+  }
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
+  uint32_t nl = 0, nm = 0, kept = 0;
+  if (!policy && nmet == v) { /* every held marker met: none leaves */
+    for (uint32_t i = 0; i < v; i++) {
+      uint32_t h = hs[i];
+      unsigned bits = member[h];
+      member[h] = 0;
+      moves[nm] = h;
+      nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
+    }
+    kept = v;
+  }
+  /* (the general walk, from kept: nothing left after the one above; an
+     if-else compiles to more mispredicted branches) */
+  for (uint32_t i = kept; i < v; i++) {
+    uint32_t h = hs[i];
+    unsigned bits = member[h];
+    member[h] = 0;
+    if (bits & AOI__BIT_MEMBER) { /* not met: it leaves */
+      out[nl++] = h;
+      continue;
+    }
+    moves[nm] = h; /* counted if told: most of a walking crowd's are */
+    nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
+    if (bands) {
+      told_now[2 * kept] = told_now[2 * i];
+      told_now[2 * kept + 1] = told_now[2 * i + 1];
+    }
+    hs[kept++] = h;
+  }
+  if (policy)
+    aoi__view_enter(k, view, told_now, kept, n, by_view ? NULL : out + nl);
+  else {
+    AOI__ASSERT(nmet == kept);
+    aoi__view_enter_met(k, view, kept, n, by_view ? NULL : out + nl, met);
+  }
+  if (nl > 0)
+    aoi__view_fit(k, view, bands);
+  if (nm > 0)
+    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
+  if (by_view && n > 0) /* (n is 0 when its enters wait) */
+    aoi__commit_view_record(k, e->handle, n);
+  else
+    aoi__commit_events(k, e, nl, n, nm);
+  k->view_sum += view->count;
+  k->view_n++;
+  if (policy)
+    k->lagging += lagging;
+  if (!complete) {
+    aoi__fail(k, AOI_ENOMEM);
+    e->stale = AOI__STALE_WHOLE | later; /* its enters come next tick */
+    return 0;
+  }
+  e->stale = later;
+  return 0;
+}
+
+
 /* Computes one watcher's events and new view from a scan of the grid.
    Every marker of interest within its outer reach (radius plus hysteresis)
    is met once: one its view holds is kept (and told if it moved), one it
@@ -509,103 +628,7 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     }
     k->candidates[n++] = (aoi__candidate){g->entry[i].id, h};
   }
-  /* Without bands a resync tells every kept marker; with them the told
-     positions say exactly what each client lacks. */
-  bool resync = !bands && (e->stale & AOI__STALE_RESYNC) != 0;
-  uint32_t later = (far || lagging) ? AOI__STALE_POLICY : 0;
-  if (!complete)
-    n = 0;
-  uint32_t *rec = NULL;
-  /* With an empty view, the enters are the new view: the record says so
-     and stores none (AOI__RECORD_VIEW). */
-  bool by_view = v == 0 && n > 0;
-  if (v + n > 0 &&
-      ((rec = aoi__reserve_events(k, by_view ? 0 : v + n)) == NULL ||
-       aoi__reserve(&w->allocator, (void **)&k->hits, &k->hit_capacity,
-                    v + 1, sizeof(uint32_t)) != 0)) {
-    /* keep the view, and the positions it was told; the bits go back to
-       clear */
-    aoi__clear_view_bits(k, held, v);
-    return AOI_ENOMEM;
-  }
-  if (n > 0 &&
-      aoi__view_reserve_k(k, view, v + n, bands) != 0) {
-    complete = false;
-    n = 0;
-  }
-  uint32_t *hs = view->handles; /* may have moved */
-  if (bands) {
-    float *now = aoi__view_told(view, true);
-    for (uint32_t j = 0; j < ntells; j++) {
-      const uint32_t *t = &k->tells[3 * j];
-      memcpy(&now[2 * t[0]], &t[1], sizeof(float));
-      memcpy(&now[2 * t[0] + 1], &t[2], sizeof(float));
-    }
-  }
-  float *told_now = bands ? aoi__view_told(view, true) : NULL;
-  bool move_events = w->config.move_events != 0;
-  if (v + n == 0) {
-    k->view_n++;
-    if (!complete)
-      aoi__fail(k, AOI_ENOMEM); /* its enters come next tick */
-    e->stale = complete ? 0 : AOI__STALE_WHOLE;
-    return 0;
-  }
-  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
-  uint32_t nl = 0, nm = 0, kept = 0;
-  if (!policy && nmet == v) { /* every held marker met: none leaves */
-    for (uint32_t i = 0; i < v; i++) {
-      uint32_t h = hs[i];
-      unsigned bits = member[h];
-      member[h] = 0;
-      moves[nm] = h;
-      nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
-    }
-    kept = v;
-  }
-  /* (the general walk, from kept: nothing left after the one above; an
-     if-else compiles to more mispredicted branches) */
-  for (uint32_t i = kept; i < v; i++) {
-    uint32_t h = hs[i];
-    unsigned bits = member[h];
-    member[h] = 0;
-    if (bits & AOI__BIT_MEMBER) { /* not met: it leaves */
-      out[nl++] = h;
-      continue;
-    }
-    moves[nm] = h; /* counted if told: most of a walking crowd's are */
-    nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
-    if (bands) {
-      told_now[2 * kept] = told_now[2 * i];
-      told_now[2 * kept + 1] = told_now[2 * i + 1];
-    }
-    hs[kept++] = h;
-  }
-  if (policy)
-    aoi__view_enter(k, view, told_now, kept, n, by_view ? NULL : out + nl);
-  else {
-    AOI__ASSERT(nmet == kept);
-    aoi__view_enter_met(k, view, kept, n, by_view ? NULL : out + nl, met);
-  }
-  if (nl > 0)
-    aoi__view_fit(k, view, bands);
-  if (nm > 0)
-    memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
-  if (by_view && n > 0) /* (n is 0 when its enters wait) */
-    aoi__commit_view_record(k, e->handle, n);
-  else
-    aoi__commit_events(k, e, nl, n, nm);
-  k->view_sum += view->count;
-  k->view_n++;
-  if (policy)
-    k->lagging += lagging;
-  if (!complete) {
-    aoi__fail(k, AOI_ENOMEM);
-    e->stale = AOI__STALE_WHOLE | later; /* its enters come next tick */
-    return 0;
-  }
-  e->stale = later;
-  return 0;
+  return scan_finish(k, e, n, nmet, complete, far, lagging, ntells, policy);
 }
 
 static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
