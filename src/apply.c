@@ -131,7 +131,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     touch(s, r->handle);
     set_mark(w, &e);
     set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
-    if (e.flags & AOI_WATCHER)
+    if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius, e.cap))
       s->reach_radius = fmaxf(s->reach_radius, e.radius);
     return;
   }
@@ -158,11 +158,8 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     e->x = r->x;
     e->y = r->y;
   }
-  if (what & AOI__RECORD_RADIUS) {
+  if (what & AOI__RECORD_RADIUS)
     e->radius = host->radius;
-    if (e->flags & AOI_WATCHER)
-      s->reach_radius = fmaxf(s->reach_radius, e->radius);
-  }
   if (what & AOI__RECORD_LAYERS) {
     e->layers = more->layers;
     e->interest = more->interest;
@@ -171,6 +168,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     set_appeal(w, e, host->appeal);
   if (what & AOI__RECORD_CAP)
     e->cap = more->cap;
+  /* a radius or a cap that makes it no longer far-sighted */
+  if ((what & (AOI__RECORD_RADIUS | AOI__RECORD_CAP)) &&
+      (e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius, e->cap))
+    s->reach_radius = fmaxf(s->reach_radius, e->radius);
   if (what & AOI__RECORD_REMOVE) {
     if (departures)
       depart(s, e);
@@ -189,9 +190,13 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
 {
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   s->touched_count = s->departed_count = 0;
-  /* the watchers it held, and those the records add or widen (handoffs
-     add theirs as they come: hand_off) */
-  s->reach_radius = s->radius_held;
+  /* The watchers it held, and those the records add or widen (handoffs
+     add theirs as they come: hand_off); far-sighted ones need no ghosts.
+     Those held that were far-sighted at the last exchange are so now
+     unless the far reach rose since. */
+  s->reach_radius = k->world->command.far_reach <= s->far_held
+                        ? s->radius_held
+                        : s->radius_held_all;
   const aoi__queue *q;
   while ((q = aoi__ring_pop(s->ops)) == NULL)
     ; /* cannot happen: the host pushed it before the command */
@@ -241,7 +246,7 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
     return;
   AOI__STRESS();
   unsigned owner = aoi__worker_of(w, to);
-  if (e.flags & AOI_WATCHER)
+  if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius, e.cap))
     reach_to(k, to, e.radius);
   if (owner == k->index) {
     /* Insert first: if that fails the entity stays where it is. */

@@ -637,6 +637,53 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   return scan_whole(k, e, g, NULL, 0, false, tick, false);
 }
 
+/* A far-sighted watcher (aoi__far_sighted): the plain path, with a pass
+   over every handle's mark in place of a scan of its shard's grid, which
+   holds no ghosts for it (exchange.c). The marks are this tick's: the
+   apply step wrote them, and nothing writes them in this step. A mark's
+   layers are 0 unless it is a live marker. */
+static int compute_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi__shape *shape = &w->shape;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  const uint32_t *held = view->handles;
+  if (aoi__reserve(&w->allocator, (void **)&k->met, &k->met_capacity, v + 1,
+                   sizeof(uint64_t)) != 0)
+    return AOI_ENOMEM;
+  uint8_t *const member = k->member;
+  AOI__ASSERT(k->member_count >= w->handle_count);
+  for (uint32_t i = 0; i < v; i++)
+    member[held[i]] = AOI__BIT_MEMBER;
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  bool hysteresis = outer != inner, complete = true;
+  uint32_t interest = e->interest, self = e->handle, now = aoi__stamp(tick);
+  uint32_t nmet = 0, n = 0;
+  uint64_t *met = k->met;
+  const aoi__mark *mark = w->mark;
+  for (uint32_t h = 0; h < w->handle_count; h++) {
+    const aoi__mark *m = &mark[h];
+    if ((m->layers & interest) == 0 ||
+        !aoi__within(shape, e->x, e->y, m->x, m->y, outer))
+      continue;
+    if (member[h] & AOI__BIT_MEMBER) { /* kept, and told if it moved */
+      member[h] = m->moved == now ? AOI__BIT_MOVED : 0;
+      met[nmet++] = m->id;
+      continue;
+    }
+    if (h == self ||
+        (hysteresis && !aoi__within(shape, e->x, e->y, m->x, m->y, inner)))
+      continue;
+    if (!complete || !aoi__reserve_candidate(k, n)) {
+      complete = false;
+      continue;
+    }
+    k->candidates[n++] = (aoi__candidate){m->id, h};
+  }
+  return scan_finish(k, e, n, nmet, complete, false, false, 0, false);
+}
+
 /* A watcher that sees some marker by its appeal, or under move bands,
    without a cap. */
 static int compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
@@ -787,6 +834,8 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   int rc;
   if (g == NULL)
     rc = compute_marks(k, e, tick);
+  else if (aoi__far_sighted(k->world, e->radius, e->cap))
+    rc = compute_far(k, e, tick);
   else if (e->cap > 0)
     rc = aoi__compute_capped(k, e, g, fine, listed, nlisted, appeals, tick);
   else if (nlisted > 0 || (e->stale & AOI__STALE_POLICY) ||
@@ -1022,7 +1071,11 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     if ((info & want) != want)
       continue;
     uint32_t dirty = UINT32_MAX;
-    if (!(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) && src.departures) {
+    /* a far-sighted one scans every tick: its changes are not all here */
+    bool far = !(info & AOI__ENTRY_CAPPED) &&
+               (double)g->entry[i].radius + hysteresis >= cmd->far_reach;
+    if (!far && !(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) &&
+        src.departures) {
       uint32_t slot = g->entry[i].slot;
       double reach = (double)g->entry[i].radius + hysteresis;
       bool listed =

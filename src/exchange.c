@@ -202,7 +202,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   }
   /* the shard's counts, box and widest watcher, in the same pass */
   uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
-  float widest = -1;
+  float widest = -1, widest_all = -1; /* (widest: not far-sighted) */
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
@@ -210,7 +210,9 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
     if (e->flags & AOI_WATCHER) {
       capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
-      widest = fmaxf(widest, e->radius);
+      widest_all = fmaxf(widest_all, e->radius);
+      if (!aoi__far_sighted(w, e->radius, e->cap))
+        widest = fmaxf(widest, e->radius);
     }
     if (!(e->flags & AOI_MARKER))
       continue;
@@ -250,6 +252,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   s->capped = capped;
   s->unchanged = unchanged;
   s->radius_held = widest;
+  s->radius_held_all = widest_all;
+  s->far_held = w->command.far_reach;
   s->ghost_reach = w->shard_count > 1 && k->ghost_reach[s->index] > 0
                        ? k->ghost_reach[s->index]
                        : 0;

@@ -68,6 +68,39 @@ static void recompute_highs(aoi_world *w)
   w->radius_high_dirty = w->appeal_high_dirty = false;
 }
 
+/* The reach from which a watcher is far-sighted this tick
+   (aoi__far_sighted), or INFINITY. A far-sighted watcher is computed from
+   the marks of every handle (compute.c), which costs a pass over them all,
+   so it must see a good share of the crowd: its reach box must cover at
+   least a sixteenth of the box of the live entities (as the last tick
+   left them), and its reach be four times the usual one. The reach is
+   rounded up to a power of two, so that it seldom changes while the crowd
+   walks (a shard's ghost reach follows it: apply.c). Only with shards to
+   send ghosts between, and for the plain path: no appeal, no move band. */
+static double far_reach(const aoi_world *w, double usual)
+{
+  if (w->shard_count == 1 || w->appeal_high > 0 || aoi__bands(w))
+    return INFINITY;
+  double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    const double *b = w->shards[s].box;
+    if (!(b[0] <= b[2])) /* no entity */
+      continue;
+    box[0] = fmin(box[0], b[0]);
+    box[1] = fmin(box[1], b[1]);
+    box[2] = fmax(box[2], b[2]);
+    box[3] = fmax(box[3], b[3]);
+  }
+  double area = (box[2] - box[0]) * (box[3] - box[1]);
+  double far = fmax(4 * usual, sqrt(area) / 8);
+  if (!(area > 0) || !(far < INFINITY) ||
+      (double)w->radius_high + (double)w->config.hysteresis < far)
+    return INFINITY;
+  int exponent;
+  (void)frexp(far, &exponent); /* far < 2^exponent */
+  return ldexp(1, exponent);
+}
+
 /* The mean view of the watchers the last two ticks computed from a scan
    (the workers' counts, which they reset only inside a tick), 0 before
    any. */
@@ -160,6 +193,7 @@ static int tick_begin(aoi_world *w, bool blocking)
   double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
   usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
   w->command.usual_reach = usual;
+  w->command.far_reach = far_reach(w, usual);
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);

@@ -278,6 +278,8 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   for (unsigned i = 0; i < w->shard_count; i++) {
     w->shards[i].index = i;
     w->shards[i].reach_radius = w->shards[i].radius_held = -1;
+    w->shards[i].radius_held_all = -1;
+    w->shards[i].far_held = INFINITY;
     if ((w->shards[i].ops = aoi__ring_create(a, 4)) == NULL)
       goto fail;
   }

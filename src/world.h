@@ -404,8 +404,10 @@ typedef struct aoi__shard {
      sizes the ghosts sent here by it (exchange.c). */
   float reach_radius;
   /* Its worker's only: the largest radius of the watchers it held at the
-     last exchange step (-1: none). */
-  float radius_held;
+     last exchange step (-1: none), of those that were not far-sighted
+     by that tick's far_reach (far_held), and of all. */
+  float radius_held, radius_held_all;
+  double far_held;
   double ghost_reach; /* the last exchange step's (aoi_shard_info) */
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
@@ -450,6 +452,9 @@ typedef struct aoi__tick_command {
   bool departures;    /* enough live entities have no record that
                          departures pay (tick.c): they serve the
                          unchanged watchers (apply.c, compute.c) */
+  double far_reach;   /* a watcher without a cap whose reach (radius
+                         plus hysteresis) is at least this is far-sighted
+                         (aoi__far_sighted); INFINITY: none is */
   int shutdown;
 } aoi__tick_command;
 
@@ -689,6 +694,17 @@ static inline double aoi__ghost_reach(const struct aoi_world *w, double seen)
   double extent =
       aoi__reach_extent(&w->shape, seen + (double)w->config.hysteresis);
   return extent * (1 + 1e-9) + 1e-9;
+}
+
+/* Whether a watcher of `radius` and `cap` is far-sighted in this tick:
+   its view is computed from the marks of every handle instead of its
+   shard's grid (compute.c), so its shard is sent no ghosts for it
+   (apply.c, exchange.c). The host picks far_reach (tick.c). */
+static inline bool aoi__far_sighted(const struct aoi_world *w, float radius,
+                                    uint32_t cap)
+{
+  return cap == 0 && (double)radius + (double)w->config.hysteresis >=
+                         w->command.far_reach;
 }
 
 /* Whether `changes` changed markers, each seen by about `mean` watchers,

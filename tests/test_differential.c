@@ -161,6 +161,10 @@ typedef struct diff_case {
   float quantum;
   int crowd;
   float crowd_x, crowd_y, crowd_spread;
+  /* A case of short sight and a few far-sighted watchers (max_radius
+     500, about one in twenty), that teleport only within the area: the
+     engine computes those from the marks (aoi__far_sighted) */
+  int spectators;
   float borders_x[160], borders_y[160];
   size_t border_count;
   char *trace;
@@ -373,6 +377,8 @@ static float teleport_coordinate(diff_case *c, float lo, float hi) {
   uint64_t *r = &c->rng;
   double span = (double)hi - (double)lo;
   double u = rng_unit(r);
+  if (c->spectators)
+    return quantize(c, rng_range(r, lo, hi));
   if (u < 0.8)
     return quantize(c, rng_range(r, lo - span, hi + span));
   if (u < 0.97) {
@@ -388,6 +394,8 @@ static float random_radius(diff_case *c) {
   uint64_t *r = &c->rng;
   float max = c->config.max_radius;
   double u = rng_unit(r);
+  if (c->spectators)
+    return u < 0.05 ? max : (float)rng_range(r, 0, (double)max / 20);
   if (u < 0.06)
     return 0;
   if (u < 0.08)
@@ -1623,6 +1631,10 @@ static void setup_case(diff_case *c, unsigned seed, aoi_shape shape) {
      must not change the events either. */
   c->config.pin_threads = seed % 3 == 1;
 #endif
+  /* (from the seed too: one case in four) */
+  c->spectators = seed % 4 == 2;
+  if (c->spectators)
+    c->config.max_radius = 500;
   c->area_min_x = min_x < max_x ? min_x : 0;
   c->area_max_x = min_x < max_x ? max_x : 1000;
   c->area_min_y = min_y < max_y ? min_y : 0;
