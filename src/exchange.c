@@ -203,6 +203,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   /* the shard's counts, box and widest watcher, in the same pass */
   uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
   float widest = -1, widest_all = -1; /* (widest: not far-sighted) */
+  uint32_t reaching = 0; /* watchers that reach far_candidate */
+  double hysteresis = w->config.hysteresis;
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
@@ -211,6 +213,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
       capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
       widest_all = fmaxf(widest_all, e->radius);
+      reaching += e->cap == 0 && (double)e->radius + hysteresis >=
+                                     w->command.far_candidate;
       if (!aoi__far_sighted(w, e->radius, e->cap))
         widest = fmaxf(widest, e->radius);
     }
@@ -254,6 +258,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   s->radius_held = widest;
   s->radius_held_all = widest_all;
   s->far_held = w->command.far_reach;
+  s->far_count = reaching;
   s->ghost_reach = w->shard_count > 1 && k->ghost_reach[s->index] > 0
                        ? k->ghost_reach[s->index]
                        : 0;

@@ -68,7 +68,7 @@ static void recompute_highs(aoi_world *w)
   w->radius_high_dirty = w->appeal_high_dirty = false;
 }
 
-/* The reach from which a watcher is far-sighted this tick
+/* The reach from which a watcher may be far-sighted this tick
    (aoi__far_sighted), or INFINITY. A far-sighted watcher is computed from
    the marks of every handle (compute.c), which costs a pass over them all,
    so it must see a good share of the crowd: its reach box must cover at
@@ -77,7 +77,7 @@ static void recompute_highs(aoi_world *w)
    rounded up to a power of two, so that it seldom changes while the crowd
    walks (a shard's ghost reach follows it: apply.c). Only with shards to
    send ghosts between, and for the plain path: no appeal, no move band. */
-static double far_reach(const aoi_world *w, double usual)
+static double far_candidate(const aoi_world *w, double usual)
 {
   if (w->shard_count == 1 || w->appeal_high > 0 || aoi__bands(w))
     return INFINITY;
@@ -193,7 +193,19 @@ static int tick_begin(aoi_world *w, bool blocking)
   double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
   usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
   w->command.usual_reach = usual;
-  w->command.far_reach = far_reach(w, usual);
+  /* Far-sighted watchers only while few watchers reach that far, as the
+     shards counted at the last exchange for the same candidate or a
+     nearer one (one tick late: a crowd of them costs a tick each pass) */
+  double candidate = far_candidate(w, usual);
+  uint64_t reaching = 0;
+  for (unsigned s = 0; s < w->shard_count; s++)
+    reaching += w->shards[s].far_count;
+  w->command.far_candidate = candidate;
+  w->command.far_reach = candidate >= w->last_far_candidate &&
+                                 reaching <= AOI__FAR_WATCHERS
+                             ? candidate
+                             : INFINITY;
+  w->last_far_candidate = candidate;
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);

@@ -265,6 +265,7 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     min_y = 0;
     max_y = 1000;
   }
+  w->last_far_candidate = INFINITY;
   int rc = aoi__layout_init(a, &w->layout, w->shard_count, min_x, min_y,
                             max_x, max_y);
   if (rc != 0)

@@ -64,6 +64,9 @@
    largest reach among those (exchange.c). So one far-sighted watcher
    widens the ghost band around its own shard only. */
 #define AOI__FAR_SHARDS 8
+/* At most this many watchers are far-sighted (aoi__far_sighted) in a
+   tick: each costs a pass over every handle's mark (tick.c). */
+#define AOI__FAR_WATCHERS 8
 /* A tick whose cost, about live entities + 16 x queued records, is at most
    this runs on the host thread (tick.c): waking the workers would cost
    more. */
@@ -409,6 +412,9 @@ typedef struct aoi__shard {
   float radius_held, radius_held_all;
   double far_held;
   double ghost_reach; /* the last exchange step's (aoi_shard_info) */
+  /* The last exchange step's count of its watchers without a cap that
+     reach far_candidate, for the host's next far reach (tick.c). */
+  uint32_t far_count;
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
   /* Found by this tick's pass of publish_ghosts over the entities, for the
@@ -455,6 +461,8 @@ typedef struct aoi__tick_command {
   double far_reach;   /* a watcher without a cap whose reach (radius
                          plus hysteresis) is at least this is far-sighted
                          (aoi__far_sighted); INFINITY: none is */
+  double far_candidate; /* the far reach the crowd's box allows (tick.c):
+                           far_reach unless too many watchers reach it */
   int shutdown;
 } aoi__tick_command;
 
@@ -675,6 +683,7 @@ struct aoi_world {
   double radius_sum;  /* of the live watchers' radii, for the cell size */
   bool radius_high_dirty;
   double last_ghost_reach;
+  double last_far_candidate; /* the last tick's, INFINITY before any */
   uint64_t *query_ids;
   uint32_t query_capacity;
   aoi__plan plan;

@@ -1892,6 +1892,28 @@ typedef struct ghost_world {
   size_t markers;
 } ghost_world;
 
+/* A world of 2 threads and 4 shards over (0, 0) - (400, 400), cut at 200,
+   with the lattice of markers added (not yet ticked). */
+static void open_lattice(ghost_world *g)
+{
+  aoi_config c;
+  aoi_config_default(&c);
+  c.threads = 2;
+  c.shards = 4;
+  c.max_x = c.max_y = 400;
+  g->w = create_or_fail(&c);
+  for (unsigned row = 0; row < GHOST_GRID; row++)
+    for (unsigned col = 0; col < GHOST_GRID; col++) {
+      size_t i = g->markers++;
+      g->ids[i] = i + 1;
+      g->x[i] = (float)(20 * col);
+      g->y[i] = (float)(20 * row);
+      assert_int_equal(aoi_add(g->w, g->ids[i], g->x[i], g->y[i], 0,
+                               AOI_MARKER, 1, 0),
+                       0);
+    }
+}
+
 /* The shard whose rectangle holds (x, y). */
 static unsigned shard_at(aoi_world *w, unsigned shards, float x, float y)
 {
@@ -1943,23 +1965,8 @@ static void expect_shard_ghosts(ghost_world *g, unsigned s, double reach)
 static void test_ghosts_by_shard_reach(void **state)
 {
   (void)state;
-  aoi_config c;
-  aoi_config_default(&c);
-  c.threads = 2;
-  c.shards = 4;
-  c.max_x = c.max_y = 400;
   ghost_world g = {0};
-  g.w = create_or_fail(&c);
-  for (unsigned row = 0; row < GHOST_GRID; row++)
-    for (unsigned col = 0; col < GHOST_GRID; col++) {
-      size_t i = g.markers++;
-      g.ids[i] = i + 1;
-      g.x[i] = (float)(20 * col);
-      g.y[i] = (float)(20 * row);
-      assert_int_equal(aoi_add(g.w, g.ids[i], g.x[i], g.y[i], 0, AOI_MARKER,
-                               1, 0),
-                       0);
-    }
+  open_lattice(&g);
   /* one marker seen from 250 away, at the far corner of its shard */
   size_t a = g.markers++;
   g.ids[a] = 2001;
@@ -2013,6 +2020,72 @@ static void test_ghosts_by_shard_reach(void **state)
   assert_int_equal(aoi_set_radius(g.w, 1001, 50), 0);
   assert_int_equal(aoi_tick(g.w), 0);
   expect_shard_ghosts(&g, near, 50);
+  aoi_destroy(g.w);
+}
+
+/* The view of watcher `id` at (x, y) with radius r holds exactly the
+   markers of the lattice within r (hysteresis 0). */
+static void expect_lattice_view(aoi_world *w, uint64_t id, float x, float y,
+                                float r, const ghost_world *g)
+{
+  uint64_t want[GHOST_GRID * GHOST_GRID + 1], got[GHOST_GRID * GHOST_GRID + 1];
+  size_t n = 0, count = 0;
+  for (size_t i = 0; i < g->markers; i++) {
+    double dx = (double)g->x[i] - x, dy = (double)g->y[i] - y;
+    if (dx * dx + dy * dy <= (double)r * r)
+      want[n++] = g->ids[i];
+  }
+  assert_int_equal(aoi_view(w, id, got, COUNT_OF(got), &count), 0);
+  assert_int_equal(count, n);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(got[i], want[i]);
+}
+
+/* A watcher that sees a good share of the crowd is computed from every
+   handle's mark, and its shard is sent no ghosts for it; but only while
+   few watchers reach that far (each costs a pass over the marks): with
+   nine, their shards take the wide band of ghosts again. Their views are
+   the same either way. */
+static void test_far_sighted_watchers(void **state)
+{
+  (void)state;
+  ghost_world g = {0};
+  open_lattice(&g);
+  /* 60 short-sighted watchers, in every shard, and one that sees 190
+     far. The crowd's box is 400 wide: a reach box covers a sixteenth of
+     it from a reach of 50, which rounds up to 64, above four times the
+     usual reach (about 8); so 190 is far-sighted */
+  for (unsigned i = 0; i < 60; i++)
+    assert_int_equal(aoi_add(g.w, 1000 + i, (float)(10 + 13 * (i % 30)),
+                             (float)(10 + 190 * (i / 30)), 5, AOI_WATCHER, 0,
+                             1),
+                     0);
+  assert_int_equal(aoi_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
+  unsigned far = shard_at(g.w, 4, 300, 300);
+  assert_true(far < 4);
+  /* (the host decides from the crowd and the counts of the ticks before,
+     and a shard sheds a band a tick after: four ticks) */
+  for (int t = 0; t < 4; t++) {
+    assert_int_equal(aoi_set_radius(g.w, 1000, 5), 0); /* (a record) */
+    assert_int_equal(aoi_tick(g.w), 0);
+    expect_lattice_view(g.w, 2000, 300, 300, 190, &g);
+    expect_lattice_view(g.w, 1000, 10, 10, 5, &g);
+  }
+  for (unsigned s = 0; s < 4; s++)
+    expect_shard_ghosts(&g, s, 5);
+
+  /* eight more: too many to pass over the marks each tick */
+  for (unsigned i = 0; i < 8; i++)
+    assert_int_equal(aoi_add(g.w, 2001 + i, (float)(250 + 10 * i), 300, 190,
+                             AOI_WATCHER, 0, 1),
+                     0);
+  for (int t = 0; t < 4; t++) {
+    assert_int_equal(aoi_set_radius(g.w, 1000, 5), 0);
+    assert_int_equal(aoi_tick(g.w), 0);
+    expect_lattice_view(g.w, 2000, 300, 300, 190, &g);
+    expect_lattice_view(g.w, 2008, 320, 300, 190, &g);
+  }
+  expect_shard_ghosts(&g, far, 190);
   aoi_destroy(g.w);
 }
 
@@ -2820,6 +2893,7 @@ int main(void)
       cmocka_unit_test(test_layer_masks),
       cmocka_unit_test(test_crowd_every_layout),
       cmocka_unit_test(test_ghosts_by_shard_reach),
+      cmocka_unit_test(test_far_sighted_watchers),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_allocator_sees_everything_freed),
       cmocka_unit_test(test_allocator_any_alignment),
