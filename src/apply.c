@@ -26,7 +26,6 @@
  */
 #include "internal.h"
 
-#include <math.h>
 #include <string.h>
 
 int aoi__shard_insert(const aoi_allocator *a, aoi__shard *s,
@@ -132,7 +131,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     set_mark(w, &e);
     set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
     if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius, e.cap))
-      s->reach_radius = fmaxf(s->reach_radius, e.radius);
+      s->reach_radius = aoi__maxf(s->reach_radius, e.radius);
     return;
   }
   aoi__location *loc = &w->location[r->handle];
@@ -171,7 +170,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
   /* a radius or a cap that makes it no longer far-sighted */
   if ((what & (AOI__RECORD_RADIUS | AOI__RECORD_CAP)) &&
       (e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius, e->cap))
-    s->reach_radius = fmaxf(s->reach_radius, e->radius);
+    s->reach_radius = aoi__maxf(s->reach_radius, e->radius);
   if (what & AOI__RECORD_REMOVE) {
     if (departures)
       depart(s, e);
@@ -224,14 +223,14 @@ static void reach_to(aoi__worker *k, unsigned to, float radius)
 {
   aoi_world *w = k->world;
   if (aoi__worker_of(w, to) == k->index) {
-    w->shards[to].reach_radius = fmaxf(w->shards[to].reach_radius, radius);
+    w->shards[to].reach_radius = aoi__maxf(w->shards[to].reach_radius, radius);
     return;
   }
   if (k->reach_put[to] < 0) {
     AOI__ASSERT(k->reach_to_count < w->shard_count);
     k->reach_to[k->reach_to_count++] = to;
   }
-  k->reach_put[to] = fmaxf(k->reach_put[to], radius);
+  k->reach_put[to] = aoi__maxf(k->reach_put[to], radius);
 }
 
 /* Hands the entity at `slot` to the shard its position names, if that is

@@ -137,4 +137,10 @@ void aoi__shrink_lined(const aoi_allocator *a, void **block, void **array,
 void aoi__free_lined(const aoi_allocator *a, void *block, uint32_t cap,
                      size_t elem);
 
+/* The larger of two numbers, neither of them NaN: fmax and fmaxf are
+   calls into the library (they must treat NaN), too dear in a pass over
+   every entity. */
+static inline double aoi__max(double a, double b) { return a > b ? a : b; }
+static inline float aoi__maxf(float a, float b) { return a > b ? a : b; }
+
 #endif /* AOI_BASE_H */

@@ -96,7 +96,7 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double appeal,
   const double *reach = k->ghost_reach, near = k->near_reach;
   double x = g.x, y = g.y;
   uint32_t sent = 0;
-  double d = fmax(near, appeal);
+  double d = aoi__max(near, appeal);
   if (near >= 0 && !deep_inside(rect, x, y, d)) {
     unsigned c0 = aoi__layout_col(l, x - d), c1 = aoi__layout_col(l, x + d);
     unsigned r0 = aoi__layout_row(l, y - d), r1 = aoi__layout_row(l, y + d);
@@ -106,7 +106,7 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double appeal,
         /* none without watchers; the far ones come below */
         if (to == skip || reach[to] < 0 || reach[to] > near)
           continue;
-        double e = fmax(reach[to], appeal), r[4];
+        double e = aoi__max(reach[to], appeal), r[4];
         if (e < d) { /* (at d the cuts have said so) */
           shard_rect(l, to, r);
           if (!near_rect(r, x, y, e))
@@ -120,7 +120,7 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double appeal,
     unsigned to = far[i];
     double r[4];
     shard_rect(l, to, r);
-    if (to != skip && near_rect(r, x, y, fmax(reach[to], appeal))) {
+    if (to != skip && near_rect(r, x, y, aoi__max(reach[to], appeal))) {
       send(k, g, to);
       sent++;
     }
@@ -145,7 +145,7 @@ void aoi__ghost_reaches(aoi__worker *k)
     const aoi__worker *p = &w->workers[j];
     for (uint32_t i = 0; i < p->reach_to_count; i++) {
       uint32_t t = p->reach_to[i];
-      reach[t] = fmax(reach[t], p->reach_put[t]);
+      reach[t] = aoi__max(reach[t], p->reach_put[t]);
     }
   }
   /* The AOI__FAR_SHARDS + 1 largest ghost reaches, in descending order:
@@ -197,14 +197,18 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
     if (k->far[i] != s->index && r[0] - d <= rect[2] &&
         rect[0] <= r[2] + d && r[1] - d <= rect[3] && rect[1] <= r[3] + d) {
       far[nfar++] = k->far[i];
-      inside = fmax(inside, d);
+      inside = aoi__max(inside, d);
     }
   }
   /* the shard's counts, box and widest watcher, in the same pass */
   uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
   float widest = -1, widest_all = -1; /* (widest: not far-sighted) */
   uint32_t reaching = 0; /* watchers that reach far_candidate */
+  /* (locals: the byte stored to an entity's flags below may alias
+     anything, and the world's fields would be loaded again after it) */
   double hysteresis = w->config.hysteresis;
+  double far_reach = w->command.far_reach;
+  double candidate = w->command.far_candidate;
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
@@ -212,11 +216,13 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
     if (e->flags & AOI_WATCHER) {
       capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
-      widest_all = fmaxf(widest_all, e->radius);
-      reaching += e->cap == 0 && (double)e->radius + hysteresis >=
-                                     w->command.far_candidate;
-      if (!aoi__far_sighted(w, e->radius, e->cap))
-        widest = fmaxf(widest, e->radius);
+      widest_all = aoi__maxf(widest_all, e->radius);
+      /* (as aoi__far_sighted) */
+      double reach = (double)e->radius + hysteresis;
+      bool uncapped = e->cap == 0;
+      reaching += uncapped && reach >= candidate;
+      if (!(uncapped && reach >= far_reach))
+        widest = aoi__maxf(widest, e->radius);
     }
     if (!(e->flags & AOI_MARKER))
       continue;
