@@ -333,32 +333,33 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
   return 0;
 }
 
-/* A held marker met at grid entry i (or by its appeal): kept. Without
-   bands it is told if it moved this tick; with them (told: the view's told
+/* A held marker met at (x, y), `moved` if its position changed this tick
+   (at a grid entry, by its appeal, or at its mark): kept. Without bands
+   it is told if it moved; with them (told: the view's told
    positions, k->told_at: each handle's place in the view) if it is
    elsewhere than last told and its band allows this tick, else it lags.
    A told position is noted in k->tells (room for the whole view), to be
    written once the events are stored. */
 static inline void meet_member(aoi__worker *k, const aoi__entity *e,
-                               const aoi__grid *g, uint32_t i, uint32_t h,
+                               float x, float y, bool moved, uint32_t h,
                                const float *told, uint32_t *ntells,
                                unsigned allowed, bool *lagging)
 {
   aoi__clear_member(k, h);
   if (told == NULL) {
-    if (g->entry[i].info & AOI__ENTRY_MOVED)
+    if (moved)
       aoi__set_moved(k, h);
     return;
   }
   uint32_t at = k->told_at[h];
-  switch (aoi__tell_move_at(k->world, e, g->x[i], g->y[i], told[2 * at],
+  switch (aoi__tell_move_at(k->world, e, x, y, told[2 * at],
                             told[2 * at + 1], allowed)) {
   case AOI__TELL_NOW: {
     aoi__set_moved(k, h);
     uint32_t *t = &k->tells[3 * (*ntells)++];
     t[0] = at;
-    memcpy(&t[1], &g->x[i], sizeof(float));
-    memcpy(&t[2], &g->y[i], sizeof(float));
+    memcpy(&t[1], &x, sizeof(float));
+    memcpy(&t[2], &y, sizeof(float));
     break;
   }
   case AOI__TELL_LATER:
@@ -590,7 +591,9 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
             w->appeal[h] > e->radius)
           continue;
         if (aoi__is_member(k, h)) {
-          meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
+          meet_member(k, e, g->x[i], g->y[i],
+                    (g->entry[i].info & AOI__ENTRY_MOVED) != 0, h, told,
+                    &ntells, allowed, &lagging);
           continue;
         }
       }
@@ -614,7 +617,9 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     if (aoi__is_member(k, h)) {
       if (aoi__within(shape, e->x, e->y, g->x[i], g->y[i],
                       base + w->config.hysteresis)) {
-        meet_member(k, e, g, i, h, told, &ntells, allowed, &lagging);
+        meet_member(k, e, g->x[i], g->y[i],
+                    (g->entry[i].info & AOI__ENTRY_MOVED) != 0, h, told,
+                    &ntells, allowed, &lagging);
         far = true;
       }
       continue;
@@ -637,51 +642,87 @@ static int compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   return scan_whole(k, e, g, NULL, 0, false, tick, false);
 }
 
-/* A far-sighted watcher (aoi__far_sighted): the plain path, with a pass
-   over every handle's mark in place of a scan of its shard's grid, which
-   holds no ghosts for it (exchange.c). The marks are this tick's: the
-   apply step wrote them, and nothing writes them in this step. A mark's
-   layers are 0 unless it is a live marker. */
-static int compute_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
+/* A far-sighted watcher (aoi__far_sighted): scan_whole, with a pass over
+   every handle's mark in place of a scan of its shard's grid, which holds
+   no ghosts for it (exchange.c). The marks are this tick's: the apply
+   step wrote them, and nothing writes them in this step. A mark's layers
+   are 0 unless it is a live marker. With `policy` (a world with appeals
+   or move bands), a marker whose appeal is above the radius is seen
+   within its appeal (and the watcher is stale for the policy, as
+   scan_whole has it), and a kept one is told as its band allows. */
+static inline __attribute__((always_inline)) int
+far_scan(aoi__worker *k, aoi__entity *e, uint64_t tick, const bool policy)
 {
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
   aoi__view *view = &e->view;
   uint32_t v = view->count;
   const uint32_t *held = view->handles;
-  if (aoi__reserve(&w->allocator, (void **)&k->met, &k->met_capacity, v + 1,
-                   sizeof(uint64_t)) != 0)
+  bool bands = policy && aoi__bands(w);
+  float *told = bands ? aoi__view_told(view, true) : NULL;
+  unsigned allowed = bands ? aoi__bands_allowed(w, e->id, tick) : 0;
+  uint32_t ntells = 0;
+  if (bands && aoi__reserve(&w->allocator, (void **)&k->tells,
+                            &k->tell_capacity, 3 * v + 3,
+                            sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
+  if (!policy && aoi__reserve(&w->allocator, (void **)&k->met,
+                              &k->met_capacity, v + 1,
+                              sizeof(uint64_t)) != 0)
     return AOI_ENOMEM;
   uint8_t *const member = k->member;
   AOI__ASSERT(k->member_count >= w->handle_count);
   for (uint32_t i = 0; i < v; i++)
     member[held[i]] = AOI__BIT_MEMBER;
-  double inner = e->radius, outer = inner + w->config.hysteresis;
-  bool hysteresis = outer != inner, complete = true;
+  if (bands)
+    for (uint32_t i = 0; i < v; i++)
+      k->told_at[held[i]] = i;
+  double radius = e->radius, hysteresis = w->config.hysteresis;
+  bool complete = true, far = false, lagging = false;
   uint32_t interest = e->interest, self = e->handle, now = aoi__stamp(tick);
   uint32_t nmet = 0, n = 0;
   uint64_t *met = k->met;
   const aoi__mark *mark = w->mark;
+  const float *appeal = w->appeal;
   for (uint32_t h = 0; h < w->handle_count; h++) {
     const aoi__mark *m = &mark[h];
-    if ((m->layers & interest) == 0 ||
-        !aoi__within(shape, e->x, e->y, m->x, m->y, outer))
+    if ((m->layers & interest) == 0)
+      continue;
+    /* seen within its appeal where that is the farther */
+    bool by_appeal = policy && appeal[h] > radius;
+    double inner = by_appeal ? appeal[h] : radius, outer = inner + hysteresis;
+    if (!aoi__within(shape, e->x, e->y, m->x, m->y, outer))
       continue;
     if (member[h] & AOI__BIT_MEMBER) { /* kept, and told if it moved */
-      member[h] = m->moved == now ? AOI__BIT_MOVED : 0;
-      met[nmet++] = m->id;
+      if (policy) {
+        meet_member(k, e, m->x, m->y, m->moved == now, h, told, &ntells,
+                    allowed, &lagging);
+      } else {
+        member[h] = m->moved == now ? AOI__BIT_MOVED : 0;
+        met[nmet++] = m->id;
+      }
+      far |= by_appeal;
       continue;
     }
-    if (h == self ||
-        (hysteresis && !aoi__within(shape, e->x, e->y, m->x, m->y, inner)))
+    if (h == self || (outer != inner &&
+                      !aoi__within(shape, e->x, e->y, m->x, m->y, inner)))
       continue;
+    far |= by_appeal;
     if (!complete || !aoi__reserve_candidate(k, n)) {
       complete = false;
       continue;
     }
     k->candidates[n++] = (aoi__candidate){m->id, h};
   }
-  return scan_finish(k, e, n, nmet, complete, false, false, 0, false);
+  return scan_finish(k, e, n, nmet, complete, far, lagging, ntells, policy);
+}
+
+static int compute_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  const aoi_world *w = k->world;
+  if (w->command.appeals || aoi__bands(w))
+    return far_scan(k, e, tick, true);
+  return far_scan(k, e, tick, false);
 }
 
 /* A watcher that sees some marker by its appeal, or under move bands,

@@ -76,10 +76,10 @@ static void recompute_highs(aoi_world *w)
    left them), and its reach be four times the usual one. The reach is
    rounded up to a power of two, so that it seldom changes while the crowd
    walks (a shard's ghost reach follows it: apply.c). Only with shards to
-   send ghosts between, and for the plain path: no appeal, no move band. */
+   send ghosts between. */
 static double far_candidate(const aoi_world *w, double usual)
 {
-  if (w->shard_count == 1 || w->appeal_high > 0 || aoi__bands(w))
+  if (w->shard_count == 1)
     return INFINITY;
   double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
   for (unsigned s = 0; s < w->shard_count; s++) {

@@ -162,8 +162,9 @@ typedef struct diff_case {
   int crowd;
   float crowd_x, crowd_y, crowd_spread;
   /* A case of short sight and a few far-sighted watchers (max_radius
-     500, about one in twenty), that teleport only within the area: the
-     engine computes those from the marks (aoi__far_sighted) */
+     500; about one in twenty sees from 250 to 500), that teleport only
+     within the area: the engine computes those from the marks
+     (aoi__far_sighted) */
   int spectators;
   float borders_x[160], borders_y[160];
   size_t border_count;
@@ -394,8 +395,11 @@ static float random_radius(diff_case *c) {
   uint64_t *r = &c->rng;
   float max = c->config.max_radius;
   double u = rng_unit(r);
-  if (c->spectators)
-    return u < 0.05 ? max : (float)rng_range(r, 0, (double)max / 20);
+  if (c->spectators) { /* (far-sighted ones below max, for appeals) */
+    if (u < 0.05)
+      return u < 0.025 ? max : (float)rng_range(r, (double)max / 2, max);
+    return (float)rng_range(r, 0, (double)max / 20);
+  }
   if (u < 0.06)
     return 0;
   if (u < 0.08)
