@@ -592,8 +592,8 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
           continue;
         if (aoi__is_member(k, h)) {
           meet_member(k, e, g->x[i], g->y[i],
-                    (g->entry[i].info & AOI__ENTRY_MOVED) != 0, h, told,
-                    &ntells, allowed, &lagging);
+                      (g->entry[i].info & AOI__ENTRY_MOVED) != 0, h, told,
+                      &ntells, allowed, &lagging);
           continue;
         }
       }
