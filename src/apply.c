@@ -96,6 +96,16 @@ static void depart(aoi__shard *s, const aoi__entity *e)
   d->kind = AOI__GHOST_DEPARTED;
 }
 
+/* Notes that shard s holds watcher e this tick, with the radius and cap
+   its record left: its reach sizes the shard's ghosts (exchange.c), unless
+   it is far-sighted and needs none. */
+static void note_reach(const aoi_world *w, aoi__shard *s,
+                       const aoi__entity *e)
+{
+  if ((e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius, e->cap))
+    s->reach_radius = aoi__maxf(s->reach_radius, e->radius);
+}
+
 /* Applies one entity's record: what a run of operations on it since the
    last tick adds up to. A record moves it once, to where the last move put
    it, which is what the run of moves did: a marker that ends elsewhere
@@ -130,8 +140,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     touch(s, r->handle);
     set_mark(w, &e);
     set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
-    if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius, e.cap))
-      s->reach_radius = aoi__maxf(s->reach_radius, e.radius);
+    note_reach(w, s, &e);
     return;
   }
   aoi__location *loc = &w->location[r->handle];
@@ -167,10 +176,8 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     set_appeal(w, e, host->appeal);
   if (what & AOI__RECORD_CAP)
     e->cap = more->cap;
-  /* a radius or a cap that makes it no longer far-sighted */
-  if ((what & (AOI__RECORD_RADIUS | AOI__RECORD_CAP)) &&
-      (e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius, e->cap))
-    s->reach_radius = aoi__maxf(s->reach_radius, e->radius);
+  if (what & (AOI__RECORD_RADIUS | AOI__RECORD_CAP))
+    note_reach(w, s, e);
   if (what & AOI__RECORD_REMOVE) {
     if (departures)
       depart(s, e);

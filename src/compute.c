@@ -489,6 +489,42 @@ scan_finish(aoi__worker *k, aoi__entity *e, uint32_t n, uint32_t nmet,
 }
 
 
+/* The start of a watcher's scan (scan_whole, far_scan): the room it needs
+   (told positions with move bands; on the plain path the ids of the
+   markers it keeps, for its enters to find their places:
+   aoi__view_enter_met), the member bit of every handle its view holds,
+   and with bands each one's place in the view (k->told_at), its told
+   positions (*told, else NULL) and the bands this tick allows. 0 or
+   AOI_ENOMEM (then nothing changed). */
+static inline __attribute__((always_inline)) int
+scan_start(aoi__worker *k, const aoi__entity *e, uint64_t tick,
+           const bool policy, const float **told, unsigned *allowed)
+{
+  aoi_world *w = k->world;
+  const aoi__view *view = &e->view;
+  uint32_t v = view->count;
+  const uint32_t *held = view->handles;
+  bool bands = policy && aoi__bands(w);
+  *told = bands ? aoi__view_told(view, true) : NULL;
+  *allowed = bands ? aoi__bands_allowed(w, e->id, tick) : 0;
+  if (bands && aoi__reserve(&w->allocator, (void **)&k->tells,
+                            &k->tell_capacity, 3 * v + 3,
+                            sizeof(uint32_t)) != 0)
+    return AOI_ENOMEM;
+  if (!policy && aoi__reserve(&w->allocator, (void **)&k->met,
+                              &k->met_capacity, v + 1,
+                              sizeof(uint64_t)) != 0)
+    return AOI_ENOMEM;
+  uint8_t *const member = k->member;
+  AOI__ASSERT(k->member_count >= w->handle_count);
+  for (uint32_t i = 0; i < v; i++) /* (all clear: a store, no load) */
+    member[held[i]] = AOI__BIT_MEMBER;
+  if (bands)
+    for (uint32_t i = 0; i < v; i++)
+      k->told_at[held[i]] = i;
+  return 0;
+}
+
 /* Computes one watcher's events and new view from a scan of the grid.
    Every marker of interest within its outer reach (radius plus hysteresis)
    is met once: one its view holds is kept (and told if it moved), one it
@@ -511,34 +547,16 @@ scan_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
 {
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
-  aoi__view *view = &e->view;
-  uint32_t v = view->count;
-  const uint32_t *held = view->handles;
-  bool bands = policy && aoi__bands(w);
-  float *told = bands ? aoi__view_told(view, true) : NULL;
+  const float *told;
+  unsigned allowed;
+  if (scan_start(k, e, tick, policy, &told, &allowed) != 0)
+    return AOI_ENOMEM;
   uint32_t ntells = 0;
-  unsigned allowed = bands ? aoi__bands_allowed(w, e->id, tick) : 0;
-  if (bands && aoi__reserve(&w->allocator, (void **)&k->tells,
-                            &k->tell_capacity, 3 * v + 3,
-                            sizeof(uint32_t)) != 0)
-    return AOI_ENOMEM;
-  /* the plain path notes the ids of the kept markers as it meets them,
-     for its enters to find their places (aoi__view_enter_met) */
-  if (!policy && aoi__reserve(&w->allocator, (void **)&k->met,
-                              &k->met_capacity, v + 1,
-                              sizeof(uint64_t)) != 0)
-    return AOI_ENOMEM;
   uint64_t *met = k->met;
   uint32_t nmet = 0;
   /* (from a local: a byte stored there may alias anything, and k->member
      would be reloaded after each) */
   uint8_t *const member = k->member;
-  AOI__ASSERT(k->member_count >= k->world->handle_count);
-  for (uint32_t i = 0; i < v; i++) /* (all clear: a store, no load) */
-    member[held[i]] = AOI__BIT_MEMBER;
-  if (bands)
-    for (uint32_t i = 0; i < v; i++)
-      k->told_at[held[i]] = i;
 
   double inner = e->radius, outer = inner + w->config.hysteresis;
   bool hysteresis = outer != inner, lagging = false, far = false;
@@ -655,28 +673,12 @@ far_scan(aoi__worker *k, aoi__entity *e, uint64_t tick, const bool policy)
 {
   aoi_world *w = k->world;
   const aoi__shape *shape = &w->shape;
-  aoi__view *view = &e->view;
-  uint32_t v = view->count;
-  const uint32_t *held = view->handles;
-  bool bands = policy && aoi__bands(w);
-  float *told = bands ? aoi__view_told(view, true) : NULL;
-  unsigned allowed = bands ? aoi__bands_allowed(w, e->id, tick) : 0;
+  const float *told;
+  unsigned allowed;
+  if (scan_start(k, e, tick, policy, &told, &allowed) != 0)
+    return AOI_ENOMEM;
   uint32_t ntells = 0;
-  if (bands && aoi__reserve(&w->allocator, (void **)&k->tells,
-                            &k->tell_capacity, 3 * v + 3,
-                            sizeof(uint32_t)) != 0)
-    return AOI_ENOMEM;
-  if (!policy && aoi__reserve(&w->allocator, (void **)&k->met,
-                              &k->met_capacity, v + 1,
-                              sizeof(uint64_t)) != 0)
-    return AOI_ENOMEM;
   uint8_t *const member = k->member;
-  AOI__ASSERT(k->member_count >= w->handle_count);
-  for (uint32_t i = 0; i < v; i++)
-    member[held[i]] = AOI__BIT_MEMBER;
-  if (bands)
-    for (uint32_t i = 0; i < v; i++)
-      k->told_at[held[i]] = i;
   double radius = e->radius, hysteresis = w->config.hysteresis;
   bool complete = true, far = false, lagging = false;
   uint32_t interest = e->interest, self = e->handle, now = aoi__stamp(tick);
@@ -1113,8 +1115,8 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
       continue;
     uint32_t dirty = UINT32_MAX;
     /* a far-sighted one scans every tick: its changes are not all here */
-    bool far = !(info & AOI__ENTRY_CAPPED) &&
-               (double)g->entry[i].radius + hysteresis >= cmd->far_reach;
+    bool far = aoi__reaches(g->entry[i].radius, info & AOI__ENTRY_CAPPED,
+                            hysteresis, cmd->far_reach);
     if (!far && !(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) &&
         src.departures) {
       uint32_t slot = g->entry[i].slot;

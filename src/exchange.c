@@ -217,11 +217,8 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
       capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
       widest_all = aoi__maxf(widest_all, e->radius);
-      /* (as aoi__far_sighted) */
-      double reach = (double)e->radius + hysteresis;
-      bool uncapped = e->cap == 0;
-      reaching += uncapped && reach >= candidate;
-      if (!(uncapped && reach >= far_reach))
+      reaching += aoi__reaches(e->radius, e->cap, hysteresis, candidate);
+      if (!aoi__reaches(e->radius, e->cap, hysteresis, far_reach))
         widest = aoi__maxf(widest, e->radius);
     }
     if (!(e->flags & AOI_MARKER))
@@ -263,11 +260,10 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   s->unchanged = unchanged;
   s->radius_held = widest;
   s->radius_held_all = widest_all;
-  s->far_held = w->command.far_reach;
+  s->far_held = far_reach;
   s->far_count = reaching;
-  s->ghost_reach = w->shard_count > 1 && k->ghost_reach[s->index] > 0
-                       ? k->ghost_reach[s->index]
-                       : 0;
+  /* (never written with one shard: 0) */
+  s->ghost_reach = k->ghost_reach[s->index] > 0 ? k->ghost_reach[s->index] : 0;
   memcpy(s->box, box, sizeof(box));
 }
 
