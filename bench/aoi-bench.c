@@ -662,6 +662,7 @@ static crowd *new_crowd(const bench_options *o, const scenario_result *s,
   params.mix_share = o->mix_share;
   params.mix_radius = s->mix_radius;
   params.flood = o->flood;
+  params.walk_share = o->walk_share;
   return crowd_create(s->sc, &params);
 }
 
@@ -1156,6 +1157,8 @@ static void usage(FILE *out)
       "  --flood K          flood: moves per entity a tick, to random points"
       "\n"
       "                     of the map and its real step last (default 16)\n"
+      "  --walkers SHARE    idle: the share of the crowd that walks a tick\n"
+      "                     (default 0.05)\n"
       "  --appeal SHARE:RADIUS  that share of the markers is seen from\n"
       "                     RADIUS away (aoi_set_appeal; max_radius grows\n"
       "                     to it)\n"
@@ -1414,6 +1417,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
   o->mix_share = 0.01;
   o->mix_factor = 10;
   o->flood = 16;
+  o->walk_share = 0.05;
   const char *scenarios = "uniform";
   const char *threads = getenv("AOI_THREADS");
   const char *threads_flag = "AOI_THREADS";
@@ -1527,6 +1531,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
       parse_bands(value, o);
     else if (strcmp(flag, "--flood") == 0)
       o->flood = (unsigned)parse_unsigned(flag, value, 1, 1024);
+    else if (strcmp(flag, "--walkers") == 0)
+      o->walk_share = parse_number(flag, value);
     else if (strcmp(flag, "--moves") == 0)
       o->moves = parse_switch(flag, value);
     else if (strcmp(flag, "--pin") == 0)
@@ -1564,6 +1570,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
     usage_error("--max-radius must be at least --radius (and at most 1e9)");
   if (!(o->mix_share >= 0 && o->mix_share <= 1))
     usage_error("--mix: the share must be in [0, 1]");
+  if (!(o->walk_share >= 0 && o->walk_share <= 1))
+    usage_error("--walkers: the share must be in [0, 1]");
   if (!(o->mix_factor > 0) || o->radius * o->mix_factor > 1e9)
     usage_error("--mix: the factor must be > 0 (and radius x factor at most"
                 " 1e9)");

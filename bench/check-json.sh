@@ -31,7 +31,7 @@ numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
   plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio
   outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio
-  tower_side"
+  tower_side walk_share"
 algo_keys="tick_ms_median submit_ms_median frame_ms_median events_per_tick
   bytes_per_entity"
 for a in brute ninegrid tower xlist; do
@@ -171,8 +171,12 @@ n=$(grep '"scenario":"sparse"' "$tmp/algos" | grep -c '"radius":100[,}]')
 [ "$n" -eq 1 ] || { echo "check-json: sparse's radius is not 10 x 10" >&2; fail=1; }
 
 run_json "$tmp/alone" "the --no-baseline run" --no-baseline --scenario idle \
-  --entities 500 --ticks 2 --threads 1
+  --entities 500 --ticks 2 --threads 1 --walkers 0.2
 check "$tmp/alone" 1
+n=$(grep -c '"walk_share":0.2[,}]' "$tmp/alone")
+[ "$n" -eq 1 ] || { echo "check-json: walk_share is not 0.2" >&2; fail=1; }
+n=$(grep -c '"updates_per_tick":100[,}]' "$tmp/alone")
+[ "$n" -eq 1 ] || { echo "check-json: --walkers 0.2 of 500 is not 100 updates" >&2; fail=1; }
 grep -q '"baseline_tick_ms_median":null' "$tmp/alone" ||
   { echo "check-json: --no-baseline left a baseline figure" >&2; fail=1; }
 ran "$tmp/alone" 1 null

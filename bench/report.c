@@ -215,6 +215,8 @@ void report_human(const bench_options *o, const scenario_result *s)
              (double)o->bands[b].distance, o->bands[b].period);
     printf(" (the classic algorithms do not run)\n");
   }
+  if (strcmp(s->sc->name, "idle") == 0 && o->walk_share != 0.05)
+    printf("  walkers     %g%% of the crowd a tick\n", 100 * o->walk_share);
   switch (s->sc->odd) {
   case BENCH_ODD_OUTLIER:
     printf("  odd part    one marker, id %" PRIu32 " + 1, standing at (%g,"
@@ -477,6 +479,10 @@ static void json_run(const bench_options *o, const scenario_result *s,
     json_uint(&j, "flood", o->flood);
   else
     json_null(&j, "flood");
+  if (strcmp(s->sc->name, "idle") == 0)
+    json_number(&j, "walk_share", o->walk_share);
+  else
+    json_null(&j, "walk_share");
   printf("}\n");
 }
 

@@ -43,6 +43,7 @@ typedef struct bench_options {
   int max_radius_given;
   float outlier_x, outlier_y; /* outlier: --outlier-at */
   double mix_share, mix_factor; /* mixed-radius: --mix */
+  double walk_share;            /* idle: --walkers */
   unsigned flood; /* flood: --flood */
   /* Interest policies (none by default): --appeal SHARE:RADIUS gives that
      share of the markers that appeal; --cap K caps every watcher's view;

@@ -227,10 +227,13 @@ static void step_uniform(crowd *c)
   }
 }
 
-/* A random 5% of the crowd walks; the rest stands still. */
+/* A random share of the crowd (5% unless --walkers) walks; the rest
+   stands still. The share in millionths, so that 5% of n is n / 20
+   rounded up, exactly. */
 static void step_idle(crowd *c)
 {
-  uint32_t k = (c->count + 19) / 20;
+  uint64_t ppm = (uint64_t)llround(c->p.walk_share * 1e6);
+  uint32_t k = (uint32_t)(((uint64_t)c->count * ppm + 999999) / 1000000);
   const uint32_t *chosen = pick(c, k);
   for (uint32_t j = 0; j < k; j++) {
     walk(c, chosen[j]);
@@ -644,7 +647,8 @@ const scenario bench_scenarios[] = {
     {"churn",
      "random walk, 0.5% logouts, 0.5% logins, 0.5% respawns a tick",
      BENCH_ODD_NONE, 1, 1},
-    {"idle", "a random 5% of the crowd walks each tick, the rest stands",
+    {"idle",
+     "a random 5% of the crowd (--walkers) walks each tick, the rest stands",
      BENCH_ODD_NONE, 1, 1},
     {"sparse",
      "a thin crowd on a wide map: 10x the radius, 1/32 the neighbours",

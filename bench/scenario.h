@@ -38,6 +38,8 @@ typedef struct crowd_params {
   double mix_share;           /* mixed-radius: the share of the watchers */
   float mix_radius;           /* ... that see this far */
   unsigned flood;             /* flood: moves per entity per tick */
+  double walk_share;          /* idle: the share of the crowd that walks a
+                                 tick, rounded up to whole entities */
 } crowd_params;
 
 /* What a cliff scenario adds to its crowd; BENCH_ODD_NONE for the others. */
