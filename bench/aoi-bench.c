@@ -238,14 +238,18 @@ static int appeals(const bench_options *o, uint64_t id)
   return (double)(h >> 11) * 0x1p-53 < o->appeal_share;
 }
 
-/* An added entity's policies: its cap as a watcher, its appeal as one of
-   the --appeal share of the markers. */
+/* An added entity's policies: its cap as a watcher (the spectator's own
+   with --spectator-cap: the odd part's slot follows the crowd's), its
+   appeal as one of the --appeal share of the markers. */
 static int set_policies(aoi_world *world, const bench_options *o,
                         const bench_op *op)
 {
   int rc = 0;
-  if (o->cap > 0 && (op->flags & AOI_WATCHER))
-    rc = aoi_set_cap(world, op->id, o->cap);
+  uint32_t cap = o->spectator_cap > 0 && op->slot == o->entities
+                     ? o->spectator_cap
+                     : o->cap;
+  if (cap > 0 && (op->flags & AOI_WATCHER))
+    rc = aoi_set_cap(world, op->id, cap);
   if (rc == 0 && o->appeal_share > 0 && (op->flags & AOI_MARKER) &&
       appeals(o, op->id))
     rc = aoi_set_appeal(world, op->id, (float)o->appeal_radius);
@@ -1164,6 +1168,8 @@ static void usage(FILE *out)
       "                     to it)\n"
       "  --cap K            every watcher sees at most its K nearest\n"
       "                     (aoi_set_cap)\n"
+      "  --spectator-cap K  spectator: the camera alone sees at most its K\n"
+      "                     nearest\n"
       "  --move-every D:P[,D:P...]  beyond D, moves are told every P ticks\n"
       "                     (aoi_config.move_bands). With any policy the\n"
       "                     classic algorithms do not run (they have none)\n"
@@ -1527,6 +1533,9 @@ static void parse_options(int argc, char **argv, bench_options *o)
       parse_pair(flag, value, ':', &o->appeal_share, &o->appeal_radius);
     else if (strcmp(flag, "--cap") == 0)
       o->cap = (uint32_t)parse_unsigned(flag, value, 0, UINT32_MAX);
+    else if (strcmp(flag, "--spectator-cap") == 0)
+      o->spectator_cap =
+          (uint32_t)parse_unsigned(flag, value, 0, UINT32_MAX);
     else if (strcmp(flag, "--move-every") == 0)
       parse_bands(value, o);
     else if (strcmp(flag, "--flood") == 0)

@@ -31,7 +31,7 @@ numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
   plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio
   outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio
-  tower_side walk_share"
+  tower_side walk_share cap spectator_cap"
 algo_keys="tick_ms_median submit_ms_median frame_ms_median events_per_tick
   bytes_per_entity"
 for a in brute ninegrid tower xlist; do
@@ -159,6 +159,17 @@ has max_radius 40 mixed-radius
 has flood 3 flood
 has plain_checksum_match true flood
 has flood null outlier
+
+# The camera alone capped: a policy run, so no baseline, and the sweep's
+# checksums must agree (the bench exits 1 otherwise)
+run_json "$tmp/camera" "the --spectator-cap run" --scenario spectator \
+  --spectator-cap 5 --max-radius 60 --entities 500 --ticks 3 --threads 1,2 \
+  --shards 3
+check "$tmp/camera" 2
+n=$(grep -c '"spectator_cap":5[,}]' "$tmp/camera")
+[ "$n" -eq 2 ] || { echo "check-json: spectator_cap is not 5" >&2; fail=1; }
+n=$(grep -c '"cap":0[,}]' "$tmp/camera")
+[ "$n" -eq 2 ] || { echo "check-json: cap is not 0 beside spectator_cap" >&2; fail=1; }
 
 run_json "$tmp/algos" "the --baseline run" --baseline tower,xlist,brute \
   --scenario sparse,idle --entities 400 --ticks 2 --threads 1 --tower-side \

@@ -66,6 +66,8 @@ expect 2 --flood 2000
 expect 2 --walkers -0.1
 expect 2 --walkers 1.5
 expect 2 --walkers nan
+expect 2 --spectator-cap -1
+expect 2 --spectator-cap x
 expect 2 --scenario mixed-radius --max-radius 50
 expect 2 --scenario sparse --max-radius 50
 expect 2 --baseline
@@ -88,7 +90,7 @@ expect 0 --scenario mixed-radius --max-radius 50 --mix 0.05:5 --entities 200 \
 expect 0 --refs --scenario churn --entities 200 --ticks 2 --threads 1
 expect 0 --help
 grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
-for word in mixed-radius --outlier-at --mix --flood --walkers --max-radius cliff_ratio \
+for word in mixed-radius --outlier-at --mix --flood --walkers --spectator-cap --max-radius cliff_ratio \
   --baseline --tower-side --force-brute brute ninegrid tower xlist sparse \
   --refs; do
   grep -q -e "$word" "$tmp/out" ||

@@ -210,6 +210,8 @@ void report_human(const bench_options *o, const scenario_result *s)
              o->appeal_radius);
     if (o->cap > 0)
       printf(" cap %" PRIu32 ";", o->cap);
+    if (o->spectator_cap > 0)
+      printf(" spectator cap %" PRIu32 ";", o->spectator_cap);
     for (unsigned b = 0; b < o->band_count; b++)
       printf("%s%g:%" PRIu32, b == 0 ? " move-every " : ",",
              (double)o->bands[b].distance, o->bands[b].period);
@@ -380,6 +382,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "appeal_share", o->appeal_share);
   json_number(&j, "appeal_radius", o->appeal_radius);
   json_uint(&j, "cap", o->cap);
+  json_uint(&j, "spectator_cap", o->spectator_cap);
   json_uint(&j, "move_bands", o->band_count);
   json_uint(&j, "seed", o->seed);
   json_uint(&j, "threads", r->threads);

@@ -51,6 +51,7 @@ typedef struct bench_options {
      algorithms, which have no policies, do not run. */
   double appeal_share, appeal_radius;
   uint32_t cap;
+  uint32_t spectator_cap; /* spectator: the camera's cap alone, else --cap */
   aoi_move_band bands[AOI_MAX_MOVE_BANDS];
   unsigned band_count;
 } bench_options;
@@ -58,7 +59,8 @@ typedef struct bench_options {
 /* Whether any interest policy is asked for. */
 static inline int bench_policies(const bench_options *o)
 {
-  return o->appeal_share > 0 || o->cap > 0 || o->band_count > 0;
+  return o->appeal_share > 0 || o->cap > 0 || o->spectator_cap > 0 ||
+         o->band_count > 0;
 }
 
 /* One algorithm's figures for one scenario (all medians over the measured

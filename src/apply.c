@@ -96,13 +96,13 @@ static void depart(aoi__shard *s, const aoi__entity *e)
   d->kind = AOI__GHOST_DEPARTED;
 }
 
-/* Notes that shard s holds watcher e this tick, with the radius and cap
-   its record left: its reach sizes the shard's ghosts (exchange.c), unless
-   it is far-sighted and needs none. */
+/* Notes that shard s holds watcher e this tick, with the radius its
+   record left: its reach sizes the shard's ghosts (exchange.c), unless it
+   is far-sighted and needs none. */
 static void note_reach(const aoi_world *w, aoi__shard *s,
                        const aoi__entity *e)
 {
-  if ((e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius, e->cap))
+  if ((e->flags & AOI_WATCHER) && !aoi__far_sighted(w, e->radius))
     s->reach_radius = aoi__maxf(s->reach_radius, e->radius);
 }
 
@@ -252,7 +252,7 @@ static void hand_off(aoi__worker *k, aoi__shard *s, uint32_t slot)
     return;
   AOI__STRESS();
   unsigned owner = aoi__worker_of(w, to);
-  if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius, e.cap))
+  if ((e.flags & AOI_WATCHER) && !aoi__far_sighted(w, e.radius))
     reach_to(k, to, e.radius);
   if (owner == k->index) {
     /* Insert first: if that fails the entity stays where it is. */

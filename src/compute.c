@@ -877,8 +877,9 @@ static void compute_watcher(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
   int rc;
   if (g == NULL)
     rc = compute_marks(k, e, tick);
-  else if (aoi__far_sighted(k->world, e->radius, e->cap))
-    rc = compute_far(k, e, tick);
+  else if (aoi__far_sighted(k->world, e->radius))
+    rc = e->cap > 0 ? aoi__compute_capped_far(k, e, tick)
+                    : compute_far(k, e, tick);
   else if (e->cap > 0)
     rc = aoi__compute_capped(k, e, g, fine, listed, nlisted, appeals, tick);
   else if (nlisted > 0 || (e->stale & AOI__STALE_POLICY) ||
@@ -1115,8 +1116,7 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
       continue;
     uint32_t dirty = UINT32_MAX;
     /* a far-sighted one scans every tick: its changes are not all here */
-    bool far = aoi__reaches(g->entry[i].radius, info & AOI__ENTRY_CAPPED,
-                            hysteresis, cmd->far_reach);
+    bool far = aoi__reaches(g->entry[i].radius, hysteresis, cmd->far_reach);
     if (!far && !(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) &&
         src.departures) {
       uint32_t slot = g->entry[i].slot;

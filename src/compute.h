@@ -288,7 +288,9 @@ static inline int aoi__tell_move(const aoi_world *w, const aoi__entity *a,
    AOI_ENOMEM. */
 int aoi__find_appeals(aoi__worker *k, aoi__shard *s);
 /* Computes a capped watcher from scratch (its cap nearest). Events and
-   failures as compute_whole (compute.c). */
+   failures as compute_whole (compute.c). aoi__compute_capped_far, for a
+   far-sighted one (aoi__far_sighted), picks from the marks instead. */
+int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick);
 int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick);

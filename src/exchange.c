@@ -214,12 +214,15 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
     aoi__entity *e = &s->entities[i];
     aoi__box_add(box, e->x, e->y);
     if (e->flags & AOI_WATCHER) {
-      capped += e->cap > 0;
       unchanged += e->changed != now && !e->stale;
       widest_all = aoi__maxf(widest_all, e->radius);
-      reaching += aoi__reaches(e->radius, e->cap, hysteresis, candidate);
-      if (!aoi__reaches(e->radius, e->cap, hysteresis, far_reach))
+      reaching += aoi__reaches(e->radius, hysteresis, candidate);
+      /* (a far-sighted one with a cap picks from the marks: no fine
+         grid for it) */
+      if (!aoi__reaches(e->radius, hysteresis, far_reach)) {
         widest = aoi__maxf(widest, e->radius);
+        capped += e->cap > 0;
+      }
     }
     if (!(e->flags & AOI_MARKER))
       continue;

@@ -11,7 +11,9 @@
  * (gather_nearest), each with a key (its distance, less the hysteresis for
  * one its view holds); the cap first picks are kept (select_nearest, with
  * ids breaking ties, so the choice is deterministic); what the view held
- * and no pick names leaves, and the rest enter. The other policy watchers
+ * and no pick names leaves, and the rest enter. A far-sighted one
+ * (aoi__far_sighted) picks from every handle's mark instead, as its shard
+ * holds no ghosts for it (aoi__compute_capped_far). The other policy watchers
  * (appeals, move bands) take compute.c's whole scan. aoi__find_appeals
  * lists, per watcher, the markers whose appeal reaches it from beyond its
  * radius.
@@ -291,6 +293,49 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
   }
 }
 
+/* The picks of a far-sighted capped watcher: every live marker of
+   interest but itself whose mark lies within its reach (its radius, or a
+   marker's appeal where that is larger; plus the hysteresis for one it
+   held), the others being in no shard's grid near it. Once the picks
+   outnumber the cap by a margin, only the cap nearest are kept, and a
+   mark farther than the farthest of those (beyond the hysteresis, with a
+   margin for the rounding) can never be picked: it is passed over. */
+static bool gather_marks(aoi__worker *k, const aoi__entity *e, uint32_t *n)
+{
+  const aoi_world *w = k->world;
+  const aoi__mark *mark = w->mark;
+  const float *appeal = w->appeal;
+  double radius = e->radius, hysteresis = w->config.hysteresis;
+  uint32_t interest = e->interest, self = e->handle, cap = e->cap;
+  uint64_t limit = 2 * (uint64_t)cap + 64;
+  double bound = INFINITY; /* squared, with the margin */
+  for (uint32_t h = 0; h < w->handle_count; h++) {
+    const aoi__mark *m = &mark[h];
+    if ((m->layers & interest) == 0 || h == self)
+      continue;
+    double dx = (double)m->x - (double)e->x, dy = (double)m->y - (double)e->y;
+    if (dx * dx + dy * dy > bound)
+      continue;
+    bool by_appeal = appeal[h] > radius;
+    if (!add_pick_at(k, e, h, m->id, m->x, m->y,
+                     by_appeal ? appeal[h] : radius,
+                     by_appeal ? AOI__PICK_APPEAL : 0, n))
+      return false;
+    if (*n >= limit) {
+      *n = keep_nearest(k, *n, cap);
+      double kth = 0;
+      for (uint32_t j = 0; j < *n; j++)
+        kth = k->picks[j].key > kth ? k->picks[j].key : kth;
+      double far = (kth + hysteresis) * (1 + 1e-9) + 1e-9;
+      bound = far * far;
+    }
+  }
+  return true;
+}
+
+static int capped_finish(aoi__worker *k, aoi__entity *e, uint32_t n,
+                         uint64_t tick);
+
 /* Computes a capped watcher from scratch: of the markers within its own
    reach (but those whose appeal is larger, which aoi__find_appeals listed)
    and those that reach it by their appeal, the cap nearest; with move
@@ -300,20 +345,42 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick)
 {
-  aoi_world *w = k->world;
-  const aoi_allocator *a = &w->allocator;
-  const aoi__mark *mark = w->mark;
   aoi__view *view = &e->view;
-  uint32_t v = view->count;
-  for (uint32_t i = 0; i < v; i++)
+  for (uint32_t i = 0; i < view->count; i++)
     aoi__set_member(k, view->handles[i]);
   uint32_t n = 0;
   if (!gather_nearest(k, e, g, fine != NULL ? fine : g, appeals, nappeals,
                       any_appeal, &n)) {
     /* keep the view; a resync next tick */
-    aoi__clear_view_bits(k, view->handles, v);
+    aoi__clear_view_bits(k, view->handles, view->count);
     return AOI_ENOMEM;
   }
+  return capped_finish(k, e, n, tick);
+}
+
+int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  aoi__view *view = &e->view;
+  for (uint32_t i = 0; i < view->count; i++)
+    aoi__set_member(k, view->handles[i]);
+  uint32_t n = 0;
+  if (!gather_marks(k, e, &n)) {
+    aoi__clear_view_bits(k, view->handles, view->count);
+    return AOI_ENOMEM;
+  }
+  return capped_finish(k, e, n, tick);
+}
+
+/* The rest of a capped watcher's compute, from its `n` picks, with the
+   member bits of its view set. */
+static int capped_finish(aoi__worker *k, aoi__entity *e, uint32_t n,
+                         uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  const aoi__mark *mark = w->mark;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count;
   n = keep_nearest(k, n, e->cap);
   /* The picks that the view held stay: their bit goes. The others enter. */
   uint32_t ne = 0;

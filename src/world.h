@@ -705,24 +705,21 @@ static inline double aoi__ghost_reach(const struct aoi_world *w, double seen)
   return extent * (1 + 1e-9) + 1e-9;
 }
 
-/* Whether a watcher of `radius` and `cap` sees `far` or farther: without
-   a cap, its reach (radius plus `hysteresis`) at least that. */
-static inline bool aoi__reaches(float radius, uint32_t cap, double hysteresis,
-                                double far)
+/* Whether a watcher of `radius` sees `far` or farther: its reach (radius
+   plus `hysteresis`) at least that. */
+static inline bool aoi__reaches(float radius, double hysteresis, double far)
 {
-  return cap == 0 && (double)radius + hysteresis >= far;
+  return (double)radius + hysteresis >= far;
 }
 
-/* Whether a watcher of `radius` and `cap` is far-sighted in this tick
-   (it reaches far_reach): its view is computed from the marks of every
-   handle instead of its shard's grid (compute.c), so its shard is sent no
-   ghosts for it (apply.c, exchange.c). The host picks far_reach
+/* Whether a watcher of `radius` is far-sighted in this tick (it reaches
+   far_reach): its view is computed from the marks of every handle instead
+   of its shard's grid (compute.c; with a cap, policy.c), so its shard is
+   sent no ghosts for it (apply.c, exchange.c). The host picks far_reach
    (tick.c). */
-static inline bool aoi__far_sighted(const struct aoi_world *w, float radius,
-                                    uint32_t cap)
+static inline bool aoi__far_sighted(const struct aoi_world *w, float radius)
 {
-  return aoi__reaches(radius, cap, w->config.hysteresis,
-                      w->command.far_reach);
+  return aoi__reaches(radius, w->config.hysteresis, w->command.far_reach);
 }
 
 /* Whether `changes` changed markers, each seen by about `mean` watchers,

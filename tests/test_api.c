@@ -1914,6 +1914,31 @@ static void open_lattice(ghost_world *g)
     }
 }
 
+/* Adds marker `id` at (x, y), seen from `appeal` away, to the lattice's
+   world and to its list. */
+static void add_appealing(ghost_world *g, uint64_t id, float x, float y,
+                          float appeal)
+{
+  size_t a = g->markers++;
+  g->ids[a] = id;
+  g->x[a] = x;
+  g->y[a] = y;
+  g->appeal[a] = appeal;
+  assert_int_equal(aoi_add(g->w, id, x, y, 0, AOI_MARKER, 1, 0), 0);
+  assert_int_equal(aoi_set_appeal(g->w, id, appeal), 0);
+}
+
+/* 60 watchers of radius 5 (ids 1000 ..), in every shard of the lattice's
+   world: the usual reach is about 8. */
+static void add_short_sighted(ghost_world *g)
+{
+  for (unsigned i = 0; i < 60; i++)
+    assert_int_equal(aoi_add(g->w, 1000 + i, (float)(10 + 13 * (i % 30)),
+                             (float)(10 + 190 * (i / 30)), 5, AOI_WATCHER, 0,
+                             1),
+                     0);
+}
+
 /* The shard whose rectangle holds (x, y). */
 static unsigned shard_at(aoi_world *w, unsigned shards, float x, float y)
 {
@@ -1968,13 +1993,7 @@ static void test_ghosts_by_shard_reach(void **state)
   ghost_world g = {0};
   open_lattice(&g);
   /* one marker seen from 250 away, at the far corner of its shard */
-  size_t a = g.markers++;
-  g.ids[a] = 2001;
-  g.x[a] = 390;
-  g.y[a] = 10;
-  g.appeal[a] = 250;
-  assert_int_equal(aoi_add(g.w, 2001, 390, 10, 0, AOI_MARKER, 1, 0), 0);
-  assert_int_equal(aoi_set_appeal(g.w, 2001, 250), 0);
+  add_appealing(&g, 2001, 390, 10, 250);
   assert_int_equal(aoi_add(g.w, 1001, 100, 100, 5, AOI_WATCHER, 0, 1), 0);
   assert_int_equal(aoi_add(g.w, 1002, 300, 300, 150, AOI_WATCHER, 0, 1), 0);
   assert_int_equal(aoi_tick(g.w), 0);
@@ -2055,11 +2074,7 @@ static void test_far_sighted_watchers(void **state)
      far. The crowd's box is 400 wide: a reach box covers a sixteenth of
      it from a reach of 50, which rounds up to 64, above four times the
      usual reach (about 8); so 190 is far-sighted */
-  for (unsigned i = 0; i < 60; i++)
-    assert_int_equal(aoi_add(g.w, 1000 + i, (float)(10 + 13 * (i % 30)),
-                             (float)(10 + 190 * (i / 30)), 5, AOI_WATCHER, 0,
-                             1),
-                     0);
+  add_short_sighted(&g);
   assert_int_equal(aoi_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
   unsigned far = shard_at(g.w, 4, 300, 300);
   assert_true(far < 4);
@@ -2086,6 +2101,86 @@ static void test_far_sighted_watchers(void **state)
     expect_lattice_view(g.w, 2008, 320, 300, 190, &g);
   }
   expect_shard_ghosts(&g, far, 190);
+  aoi_destroy(g.w);
+}
+
+/* Watcher `id` at (x, y) of radius r and cap `cap` sees the cap markers
+   of the lattice nearest to it (ids breaking ties) of those within r, or
+   within their appeal where that is larger. */
+static void expect_capped_view(aoi_world *w, uint64_t id, float x, float y,
+                               float r, uint32_t cap, const ghost_world *g)
+{
+  enum { N = GHOST_GRID * GHOST_GRID + 1 };
+  double key[N];
+  uint64_t want[N], got[N];
+  size_t n = 0, count = 0;
+  for (size_t i = 0; i < g->markers; i++) {
+    double dx = (double)g->x[i] - x, dy = (double)g->y[i] - y;
+    double d = sqrt(dx * dx + dy * dy), seen = fmax(r, g->appeal[i]);
+    if (dx * dx + dy * dy <= seen * seen) {
+      key[n] = d;
+      want[n++] = g->ids[i];
+    }
+  }
+  /* by key then id, the first cap; then by id */
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && (key[j] < key[j - 1] ||
+                                 (key[j] == key[j - 1] &&
+                                  want[j] < want[j - 1]));
+         j--) {
+      double k = key[j];
+      key[j] = key[j - 1];
+      key[j - 1] = k;
+      uint64_t t = want[j];
+      want[j] = want[j - 1];
+      want[j - 1] = t;
+    }
+  n = n < cap ? n : cap;
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && want[j] < want[j - 1]; j--) {
+      uint64_t t = want[j];
+      want[j] = want[j - 1];
+      want[j - 1] = t;
+    }
+  assert_int_equal(aoi_view(w, id, got, COUNT_OF(got), &count), 0);
+  assert_int_equal(count, n);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(got[i], want[i]);
+}
+
+/* A far-sighted watcher with a cap picks its nearest from the marks too:
+   its shard is sent no ghosts for it. One with a small cap keeps only the
+   nearest of the picks as they come (ties in the lattice, broken by id);
+   one whose cap is larger than what it sees takes every marker in its
+   radius and the one that reaches it by its appeal. */
+static void test_far_sighted_capped(void **state)
+{
+  (void)state;
+  ghost_world g = {0};
+  open_lattice(&g);
+  /* seen from 420 away, 410 from the second watcher below */
+  add_appealing(&g, 3001, 390, 10, 420);
+  /* the short-sighted crowd of test_far_sighted_watchers, and two that
+     see 190 far with caps */
+  add_short_sighted(&g);
+  assert_int_equal(aoi_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(aoi_set_cap(g.w, 2000, 30), 0);
+  assert_int_equal(aoi_add(g.w, 2001, 100, 300, 190, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(aoi_set_cap(g.w, 2001, 400), 0);
+  for (int t = 0; t < 4; t++) {
+    assert_int_equal(aoi_set_radius(g.w, 1000, 5), 0); /* (a record) */
+    assert_int_equal(aoi_tick(g.w), 0);
+    expect_capped_view(g.w, 2000, 300, 300, 190, 30, &g);
+    expect_capped_view(g.w, 2001, 100, 300, 190, 400, &g);
+  }
+  for (unsigned s = 0; s < 4; s++)
+    expect_shard_ghosts(&g, s, 5);
+  /* moved and narrowed, the picks follow */
+  assert_int_equal(aoi_move(g.w, 2000, 250, 150), 0);
+  assert_int_equal(aoi_set_cap(g.w, 2001, 7), 0);
+  assert_int_equal(aoi_tick(g.w), 0);
+  expect_capped_view(g.w, 2000, 250, 150, 190, 30, &g);
+  expect_capped_view(g.w, 2001, 100, 300, 190, 7, &g);
   aoi_destroy(g.w);
 }
 
@@ -2894,6 +2989,7 @@ int main(void)
       cmocka_unit_test(test_crowd_every_layout),
       cmocka_unit_test(test_ghosts_by_shard_reach),
       cmocka_unit_test(test_far_sighted_watchers),
+      cmocka_unit_test(test_far_sighted_capped),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_allocator_sees_everything_freed),
       cmocka_unit_test(test_allocator_any_alignment),
