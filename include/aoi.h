@@ -157,12 +157,14 @@ typedef struct aoi_config {
   /* Whether each worker thread is bound to a CPU (default 0: the OS
      places them). 1: worker i is bound to the i-th CPU, wrapping around,
      of those the thread that calls aoi_create may run on (give that
-     thread the CPUs the workers should use). Without it, once the host
-     thread has run alone for a while (a heavy frame of game logic before
-     the tick), the OS may put two workers on one core while another
-     idles, and the tick takes up to twice as long (README, Performance:
-     the flood cliff). Linux only: elsewhere 1 is AOI_EINVAL. Other
-     values: AOI_EINVAL. */
+     thread the CPUs the workers should use); aoi_tick then leaves worker
+     0's share to worker 0 (see aoi_tick_begin). Without it, after the
+     host thread has run alone for a while (a heavy frame of game logic
+     before the tick), the OS may put two workers on one core while
+     another idles, and aoi_tick_begin's tick can take up to twice as
+     long (README, Performance: the flood cliff; aoi_tick, which runs one
+     share on the calling thread, does not wake workers enough for it).
+     Linux only: elsewhere 1 is AOI_EINVAL. Other values: AOI_EINVAL. */
   unsigned pin_threads;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
@@ -346,7 +348,12 @@ AOI_EXPORT int aoi_tick(aoi_world *world);
  * changed since the last tick: at most 2048), which the calling thread
  * computes itself in less time than waking the workers would take. With
  * one worker thread, aoi_tick (which would only wait for it) always runs
- * the tick on the calling thread. The results are the same either way.
+ * the tick on the calling thread; with more, aoi_tick runs worker 0's
+ * share (its shards) on the calling thread while the other workers run
+ * theirs, and worker 0's thread sleeps on (unless pin_threads is set). So
+ * aoi_tick keeps the calling thread as busy as one worker, and
+ * `threads` threads compute in either call. The results are the same
+ * either way.
  */
 AOI_EXPORT int aoi_tick_begin(aoi_world *world);
 AOI_EXPORT int aoi_tick_poll(aoi_world *world);

@@ -103,6 +103,10 @@ void *aoi__worker_main(void *arg);
    workers sleep. Host only, with the queues on the op rings. */
 void aoi__tick_on_host(struct aoi_world *world,
                        const aoi__tick_command *cmd);
+/* Runs worker 0's share of a tick on the host thread, while the other
+   workers run theirs and worker 0's thread sleeps (a blocking tick). Host
+   only, after the others have their commands. */
+void aoi__tick_share(struct aoi_world *world, const aoi__tick_command *cmd);
 void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
                       unsigned threads, unsigned shards);

@@ -244,7 +244,12 @@ static int tick_begin(aoi_world *w, bool blocking)
     w->workers_done = w->threads;
     return 0;
   }
-  for (unsigned i = 0; i < w->threads; i++) {
+  /* In a blocking tick the host runs worker 0's share itself: it would
+     only wait, and a wake-up fewer leaves the OS one thread fewer to place
+     (a host thread busy with the submit, and two workers woken onto the
+     other core, made a tick take twice as long: README) */
+  bool share = blocking && w->host_share;
+  for (unsigned i = share ? 1 : 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     AOI__STRESS();
     while (aoi__ring_push(k->control, &w->command) != 0)
@@ -252,6 +257,10 @@ static int tick_begin(aoi_world *w, bool blocking)
     aoi__bell_ring(&k->bell);
   }
   w->workers_done = 0;
+  if (share) {
+    aoi__tick_share(w, &w->command);
+    w->workers_done = 1; /* worker 0's, which makes no report */
+  }
   return 0;
 }
 

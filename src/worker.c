@@ -26,7 +26,12 @@
  *
  * A small tick is run by the host thread instead (aoi__tick_on_host), with
  * the same code and the same rings: each step for every worker in turn,
- * while the worker threads sleep.
+ * while the worker threads sleep. In a blocking tick (aoi_tick) the host
+ * thread runs worker 0's share itself (aoi__tick_share) while the others
+ * run theirs: it would only wait for them, and one thread fewer is woken.
+ * A worker waits for its peers' batches on its peer bell, and for a
+ * command on its own bell, so that worker 0's thread sleeps on while the
+ * host runs its share.
  *
  * This file also frees what a worker and a shard hold (aoi_destroy).
  */
@@ -89,8 +94,10 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     if (k->world != NULL)
       aoi__view_chunks_free(k);
     aoi__free(a, k->tells, sizeof(uint32_t) * k->tell_capacity);
-    if (k->world != NULL)
+    if (k->world != NULL) {
       aoi__bell_destroy(&k->bell);
+      aoi__bell_destroy(&k->peer_bell);
+    }
   }
 }
 
@@ -109,7 +116,7 @@ static void send_batches(aoi__worker *k, aoi__batch *out, uint32_t phase)
     while (aoi__ring_push(ring, &out[j]) != 0)
       ;
     if (!w->command.on_host) /* else the peer sleeps on, and nobody waits */
-      aoi__bell_ring(&w->workers[j].bell);
+      aoi__bell_ring(&w->workers[j].peer_bell);
   }
 }
 
@@ -123,7 +130,7 @@ static void receive_batches(aoi__worker *k, uint32_t phase,
   bool have[AOI__MAX_THREADS] = {false};
   unsigned got = 0;
   while (got + 1 < w->threads) {
-    uint32_t seen = aoi__bell_read(&k->bell);
+    uint32_t seen = aoi__bell_read(&k->peer_bell);
     bool progress = false;
     for (unsigned i = 0; i < w->threads; i++) {
       if (i == k->index || have[i])
@@ -140,7 +147,7 @@ static void receive_batches(aoi__worker *k, uint32_t phase,
       progress = true;
     }
     if (!progress)
-      aoi__bell_wait(&k->bell, seen);
+      aoi__bell_wait(&k->peer_bell, seen);
   }
 }
 
@@ -213,6 +220,12 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
   tick_apply(k, cmd);
   tick_exchange(k, cmd);
   tick_compute(k, cmd);
+}
+
+void aoi__tick_share(aoi_world *w, const aoi__tick_command *cmd)
+{
+  run_tick(&w->workers[0], cmd);
+  aoi__put_fence(); /* as a worker's before its report */
 }
 
 void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)

@@ -318,7 +318,12 @@ int aoi_create(const aoi_config *config, aoi_world **out)
       rc = AOI_ESYS;
       goto fail;
     }
-    k->world = w; /* marks the bell as initialised */
+    if (aoi__bell_init(&k->peer_bell) != 0) {
+      aoi__bell_destroy(&k->bell);
+      rc = AOI_ESYS;
+      goto fail;
+    }
+    k->world = w; /* marks the bells as initialised */
   }
   /* How long waits spin before they sleep (sync.c). A spinner that shares
      a core with the thread it waits for only delays it, so waits spin
@@ -329,9 +334,12 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   w->host_bell.spin_ns = own_cores ? 20000 : 2000;
   w->idle_spin_ns = own_cores ? 2000 : 0;
   for (unsigned i = 0; i < w->threads; i++)
-    w->workers[i].bell.spin_ns = own_cores ? 50000 : 5000;
+    w->workers[i].peer_bell.spin_ns = own_cores ? 50000 : 5000;
   w->inline_cost = AOI__INLINE_COST;
+  /* (workers bound to CPUs keep their shares: the host thread is bound to
+     none, and may stand on a worker's CPU) */
   w->inline_single = true;
+  w->host_share = config->pin_threads == 0;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0) {

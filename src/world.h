@@ -503,7 +503,9 @@ typedef struct aoi__worker {
   bool started;
   aoi__ring *control; /* host -> worker: tick commands */
   aoi__ring *done;    /* worker -> host: tick finished */
-  aoi__bell bell;     /* rung by the host and by peers */
+  aoi__bell bell;      /* rung by the host: a command */
+  aoi__bell peer_bell; /* rung by peers: a batch (the host waits on worker
+                          0's when it runs that worker's share: tick.c) */
   aoi__batch *handoffs_out; /* one per peer worker */
   aoi__batch *ghosts_out;
   /* The apply step's radii of the watchers this worker handed to another
@@ -673,9 +675,11 @@ struct aoi_world {
   bool lagging;           /* the last tick left a move untold (bands) */
   /* A tick runs on the host when its cost is at most inline_cost, or when
      it is a blocking tick (aoi_tick) of one worker and inline_single is
-     set. World.c sets them; tests change them. */
+     set; a blocking tick of more workers runs worker 0's share on the host
+     thread when host_share is set (tick.c). World.c sets them; tests
+     change them. */
   uint64_t inline_cost;
-  bool inline_single;
+  bool inline_single, host_share;
   uint64_t live, watchers;
   float radius_high; /* >= every live watcher's radius */
   float appeal_high; /* >= every live entity's appeal */

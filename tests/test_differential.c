@@ -1692,7 +1692,9 @@ static unsigned env_unsigned(const char *name, unsigned fallback) {
 }
 
 /* Which ticks run on the host (aoi__tick_on_host): `ticks_on_host` 0 =
-   the world's own choice, 1 = none, 2 = all. */
+   the world's own choice (and worker 0's share of the others on the host
+   thread: aoi__tick_share), 1 = none (every share on its worker's
+   thread), 2 = all. */
 static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
                      unsigned shards, int coalesce, int ticks_on_host,
                      int policies) {
@@ -1735,6 +1737,7 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   if (ticks_on_host != 0) {
     c->world->inline_cost = ticks_on_host == 2 ? UINT64_MAX : 0;
     c->world->inline_single = ticks_on_host == 2;
+    c->world->host_share = false;
   }
 
   while (c->tick < c->ticks) {
