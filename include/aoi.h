@@ -161,10 +161,11 @@ typedef struct aoi_config {
      0's share to worker 0 (see aoi_tick_begin). Without it, after the
      host thread has run alone for a while (a heavy frame of game logic
      before the tick), the OS may put two workers on one core while
-     another idles, and aoi_tick_begin's tick can take up to twice as
-     long (README, Performance: the flood cliff; aoi_tick, which runs one
-     share on the calling thread, does not wake workers enough for it).
-     Linux only: elsewhere 1 is AOI_EINVAL. Other values: AOI_EINVAL. */
+     another idles, and a tick can take up to twice as long (README,
+     Performance: the flood cliff; aoi_tick, which runs one share on the
+     calling thread and wakes one worker fewer, did not show it at 2
+     threads, but aoi_tick_begin, which wakes them all, may). Linux only:
+     elsewhere 1 is AOI_EINVAL. Other values: AOI_EINVAL. */
   unsigned pin_threads;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
