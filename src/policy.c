@@ -192,6 +192,15 @@ static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
   return cap;
 }
 
+/* The largest key among the first n picks (0 for none). */
+static double farthest_key(const aoi__worker *k, uint32_t n)
+{
+  double kth = 0;
+  for (uint32_t j = 0; j < n; j++)
+    kth = k->picks[j].key > kth ? k->picks[j].key : kth;
+  return kth;
+}
+
 /* The markers of one cell of the grid that watcher e's own radius
    finds, and that its view does not hold, as picks. */
 static bool pick_cell(aoi__worker *k, const aoi__entity *e,
@@ -284,10 +293,7 @@ static bool gather_nearest(aoi__worker *k, const aoi__entity *e,
       return true; /* past its own reach: no new pick */
     if (*n >= cap) {
       *n = keep_nearest(k, *n, cap);
-      double kth = 0;
-      for (uint32_t j = 0; j < *n; j++)
-        kth = k->picks[j].key > kth ? k->picks[j].key : kth;
-      if (kth < beyond)
+      if (farthest_key(k, *n) < beyond)
         return true;
     }
   }
@@ -323,64 +329,28 @@ static bool gather_marks(aoi__worker *k, const aoi__entity *e, uint32_t *n)
       return false;
     if (*n >= limit) {
       *n = keep_nearest(k, *n, cap);
-      double kth = 0;
-      for (uint32_t j = 0; j < *n; j++)
-        kth = k->picks[j].key > kth ? k->picks[j].key : kth;
-      double far = (kth + hysteresis) * (1 + 1e-9) + 1e-9;
+      double far = (farthest_key(k, *n) + hysteresis) * (1 + 1e-9) + 1e-9;
       bound = far * far;
     }
   }
   return true;
 }
 
-static int capped_finish(aoi__worker *k, aoi__entity *e, uint32_t n,
-                         uint64_t tick);
-
-/* Computes a capped watcher from scratch: of the markers within its own
-   reach (but those whose appeal is larger, which aoi__find_appeals listed)
-   and those that reach it by their appeal, the cap nearest; with move
-   bands, the moves its bands allow this tick. Events and failures as
-   compute_whole. */
-int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                        const aoi__grid *fine, const uint32_t *appeals,
-                        uint32_t nappeals, bool any_appeal, uint64_t tick)
-{
-  aoi__view *view = &e->view;
-  for (uint32_t i = 0; i < view->count; i++)
-    aoi__set_member(k, view->handles[i]);
-  uint32_t n = 0;
-  if (!gather_nearest(k, e, g, fine != NULL ? fine : g, appeals, nappeals,
-                      any_appeal, &n)) {
-    /* keep the view; a resync next tick */
-    aoi__clear_view_bits(k, view->handles, view->count);
-    return AOI_ENOMEM;
-  }
-  return capped_finish(k, e, n, tick);
-}
-
-int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
-{
-  aoi__view *view = &e->view;
-  for (uint32_t i = 0; i < view->count; i++)
-    aoi__set_member(k, view->handles[i]);
-  uint32_t n = 0;
-  if (!gather_marks(k, e, &n)) {
-    aoi__clear_view_bits(k, view->handles, view->count);
-    return AOI_ENOMEM;
-  }
-  return capped_finish(k, e, n, tick);
-}
-
 /* The rest of a capped watcher's compute, from its `n` picks, with the
-   member bits of its view set. */
-static int capped_finish(aoi__worker *k, aoi__entity *e, uint32_t n,
-                         uint64_t tick)
+   member bits of its view set; `gathered` false when the picks could not
+   all be stored (then the view stays, and a resync comes next tick). */
+static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
+                         uint32_t n, uint64_t tick)
 {
   aoi_world *w = k->world;
   const aoi_allocator *a = &w->allocator;
   const aoi__mark *mark = w->mark;
   aoi__view *view = &e->view;
   uint32_t v = view->count;
+  if (!gathered) {
+    aoi__clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
   n = keep_nearest(k, n, e->cap);
   /* The picks that the view held stay: their bit goes. The others enter. */
   uint32_t ne = 0;
@@ -456,3 +426,32 @@ static int capped_finish(aoi__worker *k, aoi__entity *e, uint32_t n,
   k->lagging += lagging;
   return 0;
 }
+
+/* Computes a capped watcher from scratch: of the markers within its own
+   reach (but those whose appeal is larger, which aoi__find_appeals listed)
+   and those that reach it by their appeal, the cap nearest; with move
+   bands, the moves its bands allow this tick. Events and failures as
+   compute_whole. */
+int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                        const aoi__grid *fine, const uint32_t *appeals,
+                        uint32_t nappeals, bool any_appeal, uint64_t tick)
+{
+  aoi__view *view = &e->view;
+  for (uint32_t i = 0; i < view->count; i++)
+    aoi__set_member(k, view->handles[i]);
+  uint32_t n = 0;
+  bool gathered = gather_nearest(k, e, g, fine != NULL ? fine : g, appeals,
+                                 nappeals, any_appeal, &n);
+  return capped_finish(k, e, gathered, n, tick);
+}
+
+int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
+{
+  aoi__view *view = &e->view;
+  for (uint32_t i = 0; i < view->count; i++)
+    aoi__set_member(k, view->handles[i]);
+  uint32_t n = 0;
+  bool gathered = gather_marks(k, e, &n);
+  return capped_finish(k, e, gathered, n, tick);
+}
+

@@ -412,8 +412,8 @@ typedef struct aoi__shard {
   float radius_held, radius_held_all;
   double far_held;
   double ghost_reach; /* the last exchange step's (aoi_shard_info) */
-  /* The last exchange step's count of its watchers without a cap that
-     reach far_candidate, for the host's next far reach (tick.c). */
+  /* The last exchange step's count of its watchers that reach
+     far_candidate, for the host's next far reach (tick.c). */
   uint32_t far_count;
   aoi__grid grid;
   aoi__grid fine;   /* for capped watchers, when there are any */
@@ -458,8 +458,8 @@ typedef struct aoi__tick_command {
   bool departures;    /* enough live entities have no record that
                          departures pay (tick.c): they serve the
                          unchanged watchers (apply.c, compute.c) */
-  double far_reach;   /* a watcher without a cap whose reach (radius
-                         plus hysteresis) is at least this is far-sighted
+  double far_reach;   /* a watcher whose reach (radius plus hysteresis)
+                         is at least this is far-sighted
                          (aoi__far_sighted); INFINITY: none is */
   double far_candidate; /* the far reach the crowd's box allows (tick.c):
                            far_reach unless too many watchers reach it */
