@@ -282,8 +282,14 @@ static void submit_engine(aoi_world *world, const bench_options *o,
       continue;
     }
     if (op->kind == BENCH_OP_ADD) {
-      rc = aoi_add(world, op->id, op->x, op->y, op->radius, op->flags,
-                   UINT32_MAX, UINT32_MAX);
+      rc = aoi_add(world, &(aoi_entity){.id = op->id,
+                                        .tag = op->id,
+                                        .x = op->x,
+                                        .y = op->y,
+                                        .radius = op->radius,
+                                        .flags = op->flags,
+                                        .layers = AOI_ALL_LAYERS,
+                                        .interest = AOI_ALL_LAYERS});
       if (rc == 0)
         rc = set_policies(world, o, op);
       if (rc == 0 && refs != NULL)
@@ -376,9 +382,10 @@ typedef struct wire {
   size_t watcher_count, watcher_capacity;
 } wire;
 
-static void wire_take(void *user, uint64_t watcher, const aoi_event *events,
-                      size_t count)
+static void wire_take(void *user, uint64_t watcher, uint64_t tag,
+                      const aoi_event *events, size_t count)
 {
+  (void)tag;
   wire *out = user;
   if (out->count + count > out->capacity) {
     out->capacity = (out->count + count) * 2;
@@ -810,7 +817,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   for (size_t k = 0; k < beside; k++)
     algo_run_init(&runs[k], o->algos[k], o, s, &config);
   aoi_stats stats;
-  check(aoi_stats_get(world, &stats), "aoi_stats_get");
+  check(aoi_world_stats(world, &stats), "aoi_stats_get");
   unsigned shards = stats.shards;
   double *shard_ns = bench_calloc(shards, sizeof(double));
   samples t;
@@ -855,7 +862,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     if (!lockstep)
       drained = hash_wires(&pool, &checksum);
     uint64_t s4 = bench_now_ns();
-    check(aoi_stats_get(world, &stats), "aoi_stats_get");
+    check(aoi_world_stats(world, &stats), "aoi_stats_get");
     if (drained != stats.events)
       bench_die("tick %" PRIu64 ": drained %" PRIu64 " events, aoi_stats"
                 " says %" PRIu64,
@@ -897,7 +904,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   double *owned = bench_calloc(shards, sizeof(double));
   for (unsigned i = 0; i < shards; i++) {
     aoi_shard_info info;
-    check(aoi_shard_info_get(world, i, &info), "aoi_shard_info_get");
+    check(aoi_shard(world, i, &info), "aoi_shard_info_get");
     r->shard[i].worker = info.worker;
     r->shard[i].entities = info.entities;
     r->shard[i].ghosts = info.ghosts;

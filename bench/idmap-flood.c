@@ -57,7 +57,12 @@ static result run(const uint64_t *ids, unsigned n, unsigned rounds)
   }
   uint64_t t0 = now_ns();
   for (unsigned i = 0; i < n; i++)
-    check(aoi_add(w, ids[i], x[i], y[i], 0, AOI_MARKER, 1, 0), "aoi_add");
+    check(aoi_add(w, &(aoi_entity){.id = ids[i],
+                                   .x = x[i],
+                                   .y = y[i],
+                                   .flags = AOI_MARKER,
+                                   .layers = 1}),
+          "aoi_add");
   result r = {(double)(now_ns() - t0) / n, 0};
   check(aoi_tick(w), "aoi_tick");
   uint64_t moving = 0;

@@ -109,6 +109,19 @@ static void check(int rc, const char *what)
   }
 }
 
+/* Adds a watcher and marker on every layer. */
+static int add_walker(aoi_world *w, uint64_t id, float x, float y,
+                      float radius)
+{
+  return aoi_add(w, &(aoi_entity){.id = id,
+                                  .x = x,
+                                  .y = y,
+                                  .radius = radius,
+                                  .flags = AOI_WATCHER | AOI_MARKER,
+                                  .layers = AOI_ALL_LAYERS,
+                                  .interest = AOI_ALL_LAYERS});
+}
+
 static void drain(aoi_world *w)
 {
   const uint64_t *ids;
@@ -133,8 +146,8 @@ static aoi_world *make_world(unsigned threads, unsigned entities)
   aoi_world *w;
   check(aoi_create(&config, &w), "aoi_create");
   for (unsigned i = 0; i < entities; i++)
-    check(aoi_add(w, i + 1, (float)(i * 37 % 1000), (float)(i * 91 % 1000),
-                  20, AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
+    check(add_walker(w, i + 1, (float)(i * 37 % 1000),
+                     (float)(i * 91 % 1000), 20),
           "aoi_add");
   check(aoi_tick(w), "aoi_tick");
   drain(w);
@@ -211,9 +224,7 @@ static void run_flood(unsigned threads)
   }
   for (unsigned k = 0; k < 100000; k++) {
     check(aoi_remove(w, 7), "aoi_remove");
-    check(aoi_add(w, 7, 6 * 37 % 1000, 6 * 91 % 1000, 20,
-                  AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
-          "aoi_add");
+    check(add_walker(w, 7, 6 * 37 % 1000, 6 * 91 % 1000, 20), "aoi_add");
   }
   report_memory("after 1e7 moves, 1e5 pairs");
   check(aoi_tick(w), "aoi_tick");
@@ -238,7 +249,7 @@ static void run_wedge(unsigned threads)
   for (int t = 0; t < 5; t++) {
     int rc = aoi_tick(w);
     aoi_stats st;
-    check(aoi_stats_get(w, &st), "aoi_stats_get");
+    check(aoi_world_stats(w, &st), "aoi_stats_get");
     printf("  aoi_tick: %s, stats.tick %llu, heap %.1f MB\n",
            rc ? aoi_strerror(rc) : "0", (unsigned long long)st.tick,
            (double)atomic_load(&live_bytes) / (1024 * 1024));
@@ -246,9 +257,10 @@ static void run_wedge(unsigned threads)
   aoi_destroy(w);
 }
 
-static void count_events(void *user, uint64_t watcher, const aoi_event *ev,
-                         size_t count)
+static void count_events(void *user, uint64_t watcher, uint64_t tag,
+                         const aoi_event *ev, size_t count)
 {
+  (void)tag;
   (void)watcher;
   (void)ev;
   *(uint64_t *)user += count;
@@ -266,8 +278,7 @@ static void run_spot(unsigned threads, unsigned entities)
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     float x = 500 + (float)(state >> 40 & 0xffff) / 6553.6f;
     float y = 500 + (float)(state >> 20 & 0xffff) / 6553.6f;
-    check(aoi_add(w, i + 1, x, y, 10, AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
-          "aoi_add");
+    check(add_walker(w, i + 1, x, y, 10), "aoi_add");
   }
   double t0 = now_us();
   check(aoi_tick(w), "aoi_tick");
@@ -277,7 +288,7 @@ static void run_spot(unsigned threads, unsigned entities)
     check(aoi_deliver(w, s, count_events, &delivered), "aoi_deliver");
   double t2 = now_us();
   aoi_stats stats;
-  check(aoi_stats_get(w, &stats), "aoi_stats_get");
+  check(aoi_world_stats(w, &stats), "aoi_stats_get");
   printf("threads %u entities %u on one spot: first tick %.1f ms, %" PRIu64
          " events (%.1f ns an event), delivered %" PRIu64 " in %.1f ms\n",
          threads, entities, (t1 - t0) / 1e3, stats.events,

@@ -152,10 +152,15 @@ static void spawn(aoi_world *world, unsigned frame)
     c->x = random_coordinate();
     c->y = random_coordinate();
     c->heading = (float)(random_unit() * 6.2831853);
-    check(aoi_add(world, (uint64_t)i + 1, c->x, c->y, VIEW_RADIUS,
-                  AOI_WATCHER | AOI_MARKER, LAYER_PLAYER,
-                  LAYER_PLAYER | LAYER_NPC),
-          "aoi_add player");
+    aoi_entity player = {.id = (uint64_t)i + 1,
+                         .tag = (uint64_t)i, /* its index in clients[] */
+                         .x = c->x,
+                         .y = c->y,
+                         .radius = VIEW_RADIUS,
+                         .flags = AOI_WATCHER | AOI_MARKER,
+                         .layers = LAYER_PLAYER,
+                         .interest = LAYER_PLAYER | LAYER_NPC};
+    check(aoi_add(world, &player), "aoi_add player");
     check(aoi_ref_of(world, (uint64_t)i + 1, &c->ref), "aoi_ref_of player");
     c->online = 1;
     joined++;
@@ -166,9 +171,13 @@ static void spawn(aoi_world *world, unsigned frame)
       continue;
     n->x = n->goal_x = random_coordinate();
     n->y = n->goal_y = random_coordinate();
-    check(aoi_add(world, NPC_BASE + (uint64_t)i, n->x, n->y, 0, AOI_MARKER,
-                  LAYER_NPC, 0),
-          "aoi_add npc");
+    aoi_entity monster = {.id = NPC_BASE + (uint64_t)i,
+                          .tag = (uint64_t)i, /* its index in npcs[] */
+                          .x = n->x,
+                          .y = n->y,
+                          .flags = AOI_MARKER,
+                          .layers = LAYER_NPC};
+    check(aoi_add(world, &monster), "aoi_add npc");
     check(aoi_ref_of(world, NPC_BASE + (uint64_t)i, &n->ref),
           "aoi_ref_of npc");
     n->alive = 1;
@@ -218,11 +227,12 @@ typedef struct sender {
   unsigned long long bytes;
 } sender;
 
-static void send_client(void *user, uint64_t watcher, const aoi_event *events,
-                        size_t count)
+static void send_client(void *user, uint64_t watcher, uint64_t tag,
+                        const aoi_event *events, size_t count)
 {
   sender *s = user;
-  client *c = &clients[watcher - 1]; /* only players are watchers */
+  client *c = &clients[tag]; /* only players are watchers: tag = index */
+  (void)watcher;
   for (size_t j = 0; j < count; j++)
     encode_event(c, &events[j]);
   s->events += count;
@@ -335,14 +345,14 @@ int main(int argc, char **argv)
     kills += combat(world, frame);
 
     if (frame % 50 == 0 || frame == frames) {
-      check(aoi_stats_get(world, &stats), "aoi_stats_get");
+      check(aoi_world_stats(world, &stats), "aoi_stats_get");
       printf("frame %u: %llu entities, %llu clients, %llu events, "
              "%llu bytes sent, %llu NPCs killed\n",
              frame, (unsigned long long)stats.entities,
              (unsigned long long)stats.watchers, events, bytes, kills);
     }
   }
-  check(aoi_stats_get(world, &stats), "aoi_stats_get");
+  check(aoi_world_stats(world, &stats), "aoi_stats_get");
   printf("done: %u frames, %u worker threads, %u shards\n", frames,
          stats.threads, stats.shards);
   aoi_destroy(world);

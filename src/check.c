@@ -140,10 +140,10 @@ bool aoi__world_valid(aoi_world *w)
   uint64_t live = 0, watchers = 0;
   for (uint32_t h = 0; h < w->handle_count; h++) {
     const aoi__host_entity *e = &w->host[h];
-    if (w->generation[h] == 0) /* so that no reference is 0 */
-      return false;
     if (!(e->flags & AOI__LIVE))
       continue;
+    if (w->generation[h] == 0) /* a live entity's handle is not retired */
+      return false;
     if (w->handle_bits[h] & AOI__HANDLE_GONE) /* only a removed one is */
       return false;
     live++;

@@ -38,6 +38,19 @@
 
 /* ---- host side ---------------------------------------------------------- */
 
+/* The check every public call on a world makes right after its NULL
+   checks (aoi.h, rules 2-4): AOI_EBUSY while a tick is in flight or any
+   aoi_deliver runs (which covers a call from a delivery callback), else
+   0. A call made against the rules from another thread is caught as far
+   as a load can see it; the callback case is caught always. */
+static inline int aoi__busy(const struct aoi_world *w)
+{
+  if (w->in_flight ||
+      atomic_load_explicit(&w->delivering, memory_order_acquire) != 0)
+    return AOI_EBUSY;
+  return 0;
+}
+
 /* submit.c: the handle tables, the op records and their queues. */
 int aoi__host_init(struct aoi_world *world);
 /* Frees everything the host side holds: the id map, the handle tables,

@@ -105,6 +105,7 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
                    aoi_event *out)
 {
   const aoi__mark *mark = w->mark;
+  const uint64_t *tag = w->tag;
   aoi__record_head head = aoi__record_read(rec);
   const uint32_t *hs = rec + head.header;
   uint32_t nl = head.nl, ne = head.ne, nm = head.nm, i = 0;
@@ -115,16 +116,18 @@ static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
     hs = view->handles;
   }
   for (; i < nl; i++)
-    out[i] = (aoi_event){mark[hs[i]].id, 0, 0, AOI_LEAVE, tick};
+    out[i] = (aoi_event){mark[hs[i]].id, tag[hs[i]], 0, 0, AOI_LEAVE, tick};
   for (; i < nl + ne; i++) {
     const aoi__mark *m = &mark[hs[i]];
-    out[i] = (aoi_event){m->id, m->x, m->y, AOI_ENTER, tick};
+    out[i] = (aoi_event){m->id, tag[hs[i]], m->x, m->y, AOI_ENTER, tick};
   }
   for (; i < nl + ne + nm; i++) {
-    if (i + 8 < nl + ne + nm)
+    if (i + 8 < nl + ne + nm) {
       __builtin_prefetch(&mark[hs[i + 8]]);
+      __builtin_prefetch(&tag[hs[i + 8]]);
+    }
     const aoi__mark *m = &mark[hs[i]];
-    out[i] = (aoi_event){m->id, m->x, m->y, AOI_MOVE, tick};
+    out[i] = (aoi_event){m->id, tag[hs[i]], m->x, m->y, AOI_MOVE, tick};
   }
 }
 
@@ -286,8 +289,9 @@ int aoi_drain(aoi_world *w, uint64_t id, const aoi_event **events,
 {
   if (w == NULL || events == NULL || count == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
+  int busy = aoi__busy(w);
+  if (busy != 0)
+    return busy;
   uint32_t h = aoi__idmap_get(&w->ids, id);
   if (h == AOI__NONE)
     return AOI_ENOENT;
@@ -340,17 +344,48 @@ static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
                                     shared) */
     o->count = 0;
   if (n > 0)
-    fn(user, w->mark[h].id, events, n);
+    fn(user, w->mark[h].id, w->tag[h], events, n);
   return 0;
 }
 
+/* The world whose delivery callback this thread is in, if any: a call
+   from the callback into that world is refused (aoi.h, rule 4). The
+   delivering count refuses every other call; this catches aoi_deliver. */
+static _Thread_local const aoi_world *delivering_here;
+
+static int deliver_segment(aoi_world *w, aoi__segment *seg,
+                           aoi_deliver_fn fn, void *user);
+
 int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
 {
-  if (w == NULL || fn == NULL || segment >= w->threads)
+  if (w == NULL || fn == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
+  if (w->in_flight || delivering_here == w)
     return AOI_EBUSY;
+  if (segment >= w->threads)
+    return AOI_EINVAL;
   aoi__segment *seg = &w->segments[segment];
+  /* Count this delivery before the claim, so that a call that sees no
+     delivery running (aoi__busy) cannot overlap a claimed segment. */
+  atomic_fetch_add_explicit(&w->delivering, 1, memory_order_acq_rel);
+  if (atomic_exchange_explicit(&seg->claimed, true, memory_order_acquire)) {
+    atomic_fetch_sub_explicit(&w->delivering, 1, memory_order_acq_rel);
+    return AOI_EBUSY; /* another thread delivers this segment */
+  }
+  const aoi_world *outer = delivering_here;
+  delivering_here = w;
+  int rc = deliver_segment(w, seg, fn, user);
+  delivering_here = outer;
+  /* release: the next claimant sees this delivery's writes */
+  atomic_store_explicit(&seg->claimed, false, memory_order_release);
+  atomic_fetch_sub_explicit(&w->delivering, 1, memory_order_acq_rel);
+  return rc;
+}
+
+/* Delivers the claimed segment `seg` (aoi_deliver). */
+static int deliver_segment(aoi_world *w, aoi__segment *seg,
+                           aoi_deliver_fn fn, void *user)
+{
   /* An outbox that holds events is on the backlog list, and a record is
      dead by its watcher's removal only after a removal since the tick
      (record_live): without either, nothing by handle but the watcher's id
@@ -446,9 +481,10 @@ int aoi_pending(aoi_world *w, const uint64_t **ids, size_t *count)
 {
   if (w == NULL || ids == NULL || count == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  int rc = aoi__pending_update(w);
+  int rc = aoi__busy(w);
+  if (rc != 0)
+    return rc;
+  rc = aoi__pending_update(w);
   if (rc != 0)
     return rc;
   *ids = w->pending.ids;

@@ -1,10 +1,10 @@
 /*
  * query.c: what the host reads between ticks: aoi_query_circle, aoi_view,
- * aoi_watchers_of, aoi_shard_ghosts, aoi_stats_get and aoi_shard_info_get.
+ * aoi_watchers_of, aoi_shard_ghosts, aoi_world_stats and aoi_shard.
  *
  * Queries read the shards' state as of the last tick (their grids, views
  * and ghosts), which no thread writes between ticks; every one returns
- * AOI_EBUSY while a tick is in flight. An answer of ids is sorted, so it
+ * AOI_EBUSY while a tick or a delivery is under way (aoi__busy). An answer of ids is sorted, so it
  * does not depend on the shard layout.
  */
 #include "internal.h"
@@ -53,7 +53,7 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
-  if (w->in_flight)
+  if (aoi__busy(w) != 0)
     return AOI_EBUSY;
   if (!isfinite(x) || !isfinite(y))
     return AOI_ECOORD;
@@ -108,7 +108,7 @@ static int query_entity(const aoi_world *w, uint64_t id, const uint64_t *ids,
 {
   if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
-  if (w->in_flight)
+  if (aoi__busy(w) != 0)
     return AOI_EBUSY;
   *h = aoi__live_handle(w, id);
   if (*h == AOI__NONE)
@@ -182,11 +182,12 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
 int aoi_shard_ghosts(aoi_world *w, unsigned shard, uint64_t *ids,
                      size_t capacity, size_t *count)
 {
-  if (w == NULL || count == NULL || (ids == NULL && capacity > 0) ||
-      shard >= w->shard_count)
+  if (w == NULL || count == NULL || (ids == NULL && capacity > 0))
     return AOI_EINVAL;
-  if (w->in_flight)
+  if (aoi__busy(w) != 0)
     return AOI_EBUSY;
+  if (shard >= w->shard_count)
+    return AOI_EINVAL;
   const aoi__shard *s = &w->shards[shard];
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->ghost_count; i++) {
@@ -202,23 +203,24 @@ int aoi_shard_ghosts(aoi_world *w, unsigned shard, uint64_t *ids,
 
 /* ---- statistics --------------------------------------------------------- */
 
-int aoi_stats_get(const aoi_world *world, aoi_stats *stats)
+int aoi_world_stats(const aoi_world *world, aoi_stats *stats)
 {
   if (world == NULL || stats == NULL)
     return AOI_EINVAL;
-  if (world->in_flight)
+  if (aoi__busy(world) != 0)
     return AOI_EBUSY;
   *stats = world->stats;
   return 0;
 }
 
-int aoi_shard_info_get(const aoi_world *w, unsigned shard,
-                       aoi_shard_info *info)
+int aoi_shard(const aoi_world *w, unsigned shard, aoi_shard_info *info)
 {
-  if (w == NULL || info == NULL || shard >= w->shard_count)
+  if (w == NULL || info == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
+  if (aoi__busy(w) != 0)
     return AOI_EBUSY;
+  if (shard >= w->shard_count)
+    return AOI_EINVAL;
   const aoi__layout *l = &w->layout;
   unsigned col = shard % l->cols, row = shard / l->cols;
   aoi_shard_info i;

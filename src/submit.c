@@ -19,8 +19,10 @@
  *
  * A reference (aoi_ref_of, aoi_move_ref) is a handle and its generation,
  * which every removal bumps, so a reference outlives neither its entity
- * nor the handle's reuse; a move by reference is aoi_move without the id
- * lookup (move_handle serves both).
+ * nor the handle's reuse, scrambled by the world's key, so that another
+ * world's reference names nothing here; a handle whose generation runs
+ * out is retired, never taken again. A move by reference is aoi_move
+ * without the id lookup (move_handle serves both).
  *
  * The per-handle tables (world.h) live in one block, grown here. This file
  * also frees everything the host side holds (aoi__host_free).
@@ -30,9 +32,23 @@
 #include <math.h>
 #include <string.h>
 
+/* The inverse of ref_encode's multiplication: the key's inverse modulo
+   2^64, by Newton's iteration (each step doubles the bits that hold). */
+static uint64_t key_inverse(uint64_t key)
+{
+  uint64_t inv = key; /* right in the low 3 bits for an odd key */
+  for (int i = 0; i < 5; i++)
+    inv *= 2 - key * inv;
+  return inv;
+}
+
 int aoi__host_init(aoi_world *w)
 {
   aoi__idmap_init(&w->ids);
+  /* The references' key comes from the id map's, which is drawn at random
+     per world; odd, so that it never maps two generations to one. */
+  w->ref_key = (w->ids.key[0] ^ (w->ids.key[1] << 1)) | 1;
+  w->ref_inverse = key_inverse(w->ref_key);
   return 0;
 }
 
@@ -44,6 +60,7 @@ typedef struct handle_tables {
   aoi__mark *mark;
   float *appeal;
   aoi__outbox *outbox;
+  uint64_t *tag;
   uint32_t *event_at, *queued, *generation, *released,
       *backlog, *assigned;
   uint8_t *handle_bits;
@@ -69,6 +86,7 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(mark, aoi__mark);
   TABLE(appeal, float);
   TABLE(outbox, aoi__outbox);
+  TABLE(tag, uint64_t);
   TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
   TABLE(generation, uint32_t);
@@ -110,6 +128,27 @@ void aoi__host_free(aoi_world *w)
 
 /* ---- handles ------------------------------------------------------------ */
 
+/* An aoi_ref is (generation << 32 | handle) times the world's odd key, a
+   bijection of 64-bit words: another world's reference, or a guessed one,
+   decodes to a handle and generation that match a live entity only by
+   chance (about one in 2^32 for a crowd of a million). */
+static aoi_ref ref_encode(const aoi_world *w, uint32_t h, uint32_t generation)
+{
+  return ((uint64_t)generation << 32 | h) * w->ref_key;
+}
+
+/* The generation after `g` for handle h: never one whose reference would
+   be 0, and 0 (the handle is retired) once they run out. */
+static uint32_t next_generation(const aoi_world *w, uint32_t h, uint32_t g)
+{
+  do {
+    if (g == UINT32_MAX)
+      return 0;
+    g++;
+  } while (ref_encode(w, h, g) == 0);
+  return g;
+}
+
 /* The index of place i of the released ring (world.h), counted from its
    head; -1 is the place before the head. */
 static uint32_t released_at(const aoi_world *w, int64_t i)
@@ -118,9 +157,15 @@ static uint32_t released_at(const aoi_world *w, int64_t i)
   return (uint32_t)(((int64_t)w->released_head + i + cap) % cap);
 }
 
-/* Makes sure one more handle can be taken. */
+/* Makes sure one more handle can be taken. A retired handle (its
+   generations ran out: aoi_remove) that reaches the head of the free
+   handles leaves the ring for good. */
 static int reserve_handle(aoi_world *w)
 {
+  while (w->free_count > 0 && w->generation[w->released[w->released_head]] == 0) {
+    w->released_head = released_at(w, 1);
+    w->free_count--;
+  }
   if (w->free_count > 0 || w->handle_count < w->handle_capacity)
     return 0;
   const aoi_allocator *a = &w->allocator;
@@ -142,6 +187,7 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.mark, w->mark, sizeof(*t.mark) * old);
     memcpy(t.appeal, w->appeal, sizeof(*t.appeal) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
+    memcpy(t.tag, w->tag, sizeof(*t.tag) * old);
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
@@ -158,10 +204,11 @@ static int reserve_handle(aoi_world *w)
   memset(t.mark + old, 0, sizeof(*t.mark) * (cap - old));
   memset(t.appeal + old, 0, sizeof(*t.appeal) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
+  memset(t.tag + old, 0, sizeof(*t.tag) * (cap - old));
   memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
   for (uint32_t h = old; h < cap; h++)
-    t.generation[h] = 1; /* so that no reference is 0 */
+    t.generation[h] = next_generation(w, h, 0);
   memset(t.handle_bits + old, 0, cap - old);
   aoi__free(a, w->host, old > 0 ? handle_block(old, NULL, NULL) : 0);
   w->host = t.host;
@@ -169,6 +216,7 @@ static int reserve_handle(aoi_world *w)
   w->mark = t.mark;
   w->appeal = t.appeal;
   w->outbox = t.outbox;
+  w->tag = t.tag;
   w->event_at = t.event_at;
   w->queued = t.queued;
   w->generation = t.generation;
@@ -187,6 +235,7 @@ static uint32_t take_handle(aoi_world *w)
     uint32_t h = w->released[w->released_head];
     w->released_head = released_at(w, 1);
     w->free_count--;
+    AOI__ASSERT(w->generation[h] != 0); /* (retired ones are not released) */
     return h;
   }
   AOI__ASSERT(w->handle_count < w->handle_capacity);
@@ -349,40 +398,35 @@ static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
 
 /* ---- operations --------------------------------------------------------- */
 
-int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
-            unsigned flags, uint32_t layers, uint32_t interest)
+/* aoi_add's checks after the world's, in their documented order. */
+static int add_check(const aoi_world *w, const aoi_entity *d)
 {
-  if (w == NULL)
-    return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
-  if (aoi__idmap_get(&w->ids, id) != AOI__NONE)
+  if (aoi__idmap_get(&w->ids, d->id) != AOI__NONE)
     return AOI_EEXIST;
-  if (flags == 0 || (flags & ~(AOI_WATCHER | AOI_MARKER)) != 0)
+  if (d->flags == 0 || (d->flags & ~(AOI_WATCHER | AOI_MARKER)) != 0)
     return AOI_EFLAGS;
-  if (!isfinite(x) || !isfinite(y))
+  if (!isfinite(d->x) || !isfinite(d->y))
     return AOI_ECOORD;
-  if (!aoi__radius_ok(w, radius))
+  if (!aoi__radius_ok(w, d->radius))
     return AOI_ERADIUS;
-  unsigned shard = aoi__layout_shard(&w->layout, x, y);
+  return 0;
+}
+
+/* Makes every room aoi_add of `d` needs in `shard`: the id map's, a
+   handle's and its record's. */
+static int add_reserve(aoi_world *w, const aoi_entity *d, unsigned shard)
+{
   int rc;
-  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids, id)) != 0 ||
+  if ((rc = aoi__idmap_reserve(&w->allocator, &w->ids, d->id)) != 0 ||
       (rc = reserve_handle(w)) != 0)
     return rc;
   /* The handle it will take is free, so it has no record: make room. */
-  if ((rc = reserve_record(w, shard, AOI__NONE, true)) != 0)
-    return rc;
-  uint32_t h = take_handle(w);
-  aoi__host_entity *e = &w->host[h];
-  e->born = w->tick + 1;
-  e->radius = radius;
-  e->appeal = 0;
-  e->flags = flags | AOI__LIVE;
-  e->shard = shard;
-  w->outbox[h].count = 0;
-  w->mark[h].id = id;
-  w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_GONE;
-  aoi__idmap_put(&w->ids, id, h);
+  return reserve_record(w, shard, AOI__NONE, true);
+}
+
+/* Counts a new live entity in the world's totals. */
+static void add_count(aoi_world *w, unsigned flags, float radius)
+{
   w->live++;
   if (flags & AOI_WATCHER) {
     w->watchers++;
@@ -390,12 +434,37 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
     if (radius > w->radius_high)
       w->radius_high = radius;
   }
+}
+
+int aoi_add(aoi_world *w, const aoi_entity *d)
+{
+  if (w == NULL || d == NULL)
+    return AOI_EINVAL;
+  int rc = aoi__busy(w);
+  if (rc != 0 || (rc = add_check(w, d)) != 0)
+    return rc;
+  unsigned shard = aoi__layout_shard(&w->layout, d->x, d->y);
+  if ((rc = add_reserve(w, d, shard)) != 0)
+    return rc;
+  uint32_t h = take_handle(w);
+  aoi__host_entity *e = &w->host[h];
+  e->born = w->tick + 1;
+  e->radius = d->radius;
+  e->appeal = 0;
+  e->flags = d->flags | AOI__LIVE;
+  e->shard = shard;
+  w->outbox[h].count = 0;
+  w->mark[h].id = d->id;
+  w->tag[h] = d->tag;
+  w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_GONE;
+  aoi__idmap_put(&w->ids, d->id, h);
+  add_count(w, d->flags, d->radius);
   aoi__record *r = record_of(w, h, shard, AOI__RECORD_ADD);
-  r->x = x;
-  r->y = y;
+  r->x = d->x;
+  r->y = d->y;
   aoi__record_extra *more = extra_of(w, shard, r);
-  more->layers = layers;
-  more->interest = interest;
+  more->layers = d->layers;
+  more->interest = d->interest;
   w->shards[shard].arrivals_bound++; /* its insertion */
   return 0;
 }
@@ -404,8 +473,9 @@ int aoi_add(aoi_world *w, uint64_t id, float x, float y, float radius,
    their documented order after the world's: AOI_EBUSY, AOI_ENOENT. */
 static int find_handle(const aoi_world *w, uint64_t id, uint32_t *h)
 {
-  if (w->in_flight)
-    return AOI_EBUSY;
+  int rc = aoi__busy(w);
+  if (rc != 0)
+    return rc;
   *h = aoi__live_handle(w, id);
   return *h == AOI__NONE ? AOI_ENOENT : 0;
 }
@@ -478,10 +548,11 @@ int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
 {
   if (done != NULL)
     *done = 0;
-  if (w == NULL || (ops == NULL && n > 0))
+  if (w == NULL || done == NULL || (ops == NULL && n > 0))
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
+  int busy = aoi__busy(w);
+  if (busy != 0)
+    return busy;
   /* The id lookups are scattered: each is fetched this far ahead, and
      where it starts is kept (moves leave the id map as it is). */
   enum { AHEAD = 32 };
@@ -495,13 +566,11 @@ int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
     int rc = h == AOI__NONE ? AOI_ENOENT
                             : move_handle(w, h, ops[i].x, ops[i].y);
     if (rc != 0) {
-      if (done != NULL)
-        *done = i;
+      *done = i;
       return rc;
     }
   }
-  if (done != NULL)
-    *done = n;
+  *done = n;
   return 0;
 }
 
@@ -581,6 +650,18 @@ int aoi_set_cap(aoi_world *w, uint64_t id, uint32_t cap)
   return 0;
 }
 
+int aoi_set_tag(aoi_world *w, uint64_t id, uint64_t tag)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  uint32_t h;
+  int rc = find_handle(w, id, &h);
+  if (rc != 0)
+    return rc;
+  w->tag[h] = tag; /* (read at delivery; no record needed) */
+  return 0;
+}
+
 int aoi_remove(aoi_world *w, uint64_t id)
 {
   if (w == NULL)
@@ -596,8 +677,8 @@ int aoi_remove(aoi_world *w, uint64_t id)
   /* its record of the last tick, if any, is dead */
   w->handle_bits[h] |= AOI__HANDLE_GONE;
   /* Every reference to it is refused from now on, whoever takes the handle
-     next (0 is never a generation). */
-  w->generation[h] = w->generation[h] == UINT32_MAX ? 1 : w->generation[h] + 1;
+     next; a handle out of generations is retired (0), never taken again. */
+  w->generation[h] = next_generation(w, h, w->generation[h]);
   w->live--;
   if (e->appeal > 0 && e->appeal == w->appeal_high)
     w->appeal_high_dirty = true;
@@ -615,9 +696,11 @@ int aoi_remove(aoi_world *w, uint64_t id)
     /* Added since the last tick: no tick, no view, no query has seen it,
        so the add and the remove cancel out and the handle is free now. */
     cancel_record(w, h, shard);
-    w->released_head = released_at(w, -1);
-    w->released[w->released_head] = h;
-    w->free_count++;
+    if (w->generation[h] != 0) {
+      w->released_head = released_at(w, -1);
+      w->released[w->released_head] = h;
+      w->free_count++;
+    }
     return 0;
   }
   /* Whatever else the record held is moot now; where it stood at the end of
@@ -632,11 +715,10 @@ int aoi_remove(aoi_world *w, uint64_t id)
 
 /* ---- references --------------------------------------------------------- */
 
-/* An aoi_ref is a handle's generation << 32 | the handle: 0 never is one,
-   since no generation is 0. */
 static aoi_ref ref_of_handle(const aoi_world *w, uint32_t h)
 {
-  return (aoi_ref)w->generation[h] << 32 | h;
+  AOI__ASSERT(w->generation[h] != 0);
+  return ref_encode(w, h, w->generation[h]);
 }
 
 /* The first checks of an operation on a live entity named by a reference,
@@ -645,11 +727,13 @@ static aoi_ref ref_of_handle(const aoi_world *w, uint32_t h)
    removal since, or one no add has issued yet). */
 static int find_ref(const aoi_world *w, aoi_ref ref, uint32_t *h)
 {
-  if (w->in_flight)
-    return AOI_EBUSY;
-  uint32_t at = (uint32_t)ref;
-  if (at >= w->handle_count || w->generation[at] != (uint32_t)(ref >> 32) ||
-      !(w->host[at].flags & AOI__LIVE))
+  int rc = aoi__busy(w);
+  if (rc != 0)
+    return rc;
+  uint64_t plain = ref * w->ref_inverse;
+  uint32_t at = (uint32_t)plain, generation = (uint32_t)(plain >> 32);
+  if (ref == 0 || generation == 0 || at >= w->handle_count ||
+      w->generation[at] != generation || !(w->host[at].flags & AOI__LIVE))
     return AOI_ENOENT;
   *h = at;
   return 0;

@@ -120,8 +120,9 @@ static int tick_begin(aoi_world *w, bool blocking)
 {
   if (w == NULL)
     return AOI_EINVAL;
-  if (w->in_flight)
-    return AOI_EBUSY;
+  int busy = aoi__busy(w);
+  if (busy != 0)
+    return busy;
   uint64_t started = aoi__now_ns();
   bool relayout = aoi__plan_relayout(w);
   const aoi_allocator *a = &w->allocator;
@@ -360,15 +361,19 @@ static bool collect_done(aoi_world *w)
 
 int aoi_tick_poll(aoi_world *w)
 {
-  if (w == NULL || !w->in_flight)
+  if (w == NULL)
     return AOI_EINVAL;
+  if (!w->in_flight) /* (a delivery runs only between ticks) */
+    return aoi__busy(w) != 0 ? AOI_EBUSY : AOI_EINVAL;
   return collect_done(w) ? 1 : 0;
 }
 
 int aoi_tick_end(aoi_world *w)
 {
-  if (w == NULL || !w->in_flight)
+  if (w == NULL)
     return AOI_EINVAL;
+  if (!w->in_flight)
+    return aoi__busy(w) != 0 ? AOI_EBUSY : AOI_EINVAL;
   for (;;) {
     uint32_t seen = aoi__bell_read(&w->host_bell);
     if (collect_done(w))

@@ -363,10 +363,15 @@ fail:
   return rc;
 }
 
-void aoi_destroy(aoi_world *world)
+int aoi_destroy(aoi_world *world)
 {
-  if (world != NULL)
-    world_free(world);
+  if (world == NULL)
+    return 0;
+  /* A tick in flight is waited for (world_free); a delivery cannot be. */
+  if (atomic_load_explicit(&world->delivering, memory_order_acquire) != 0)
+    return AOI_EBUSY;
+  world_free(world);
+  return 0;
 }
 
 #define AOI__STRING(x) #x

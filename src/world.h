@@ -82,15 +82,16 @@
    AOI_PLAIN_STORES so every write stays visible to them. */
 #if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
 #include <emmintrin.h>
-_Static_assert(sizeof(aoi_event) == 24, "an event is three 8-byte words");
+_Static_assert(sizeof(aoi_event) == 32, "an event is four 8-byte words");
 static inline void aoi__put_event(aoi_event *to, aoi_event event)
 {
-  long long words[3];
+  long long words[4];
   long long *at = (long long *)(void *)to;
   memcpy(words, &event, sizeof(words));
   _mm_stream_si64(at, words[0]);
   _mm_stream_si64(at + 1, words[1]);
   _mm_stream_si64(at + 2, words[2]);
+  _mm_stream_si64(at + 3, words[3]);
 }
 static inline void aoi__put_fence(void)
 {
@@ -199,6 +200,9 @@ typedef struct aoi__segment {
   /* The watchers with an outbox backlog and no record, delivered with this
      segment: world->assigned[backlog_from ..][.. backlog_count]. */
   uint32_t backlog_from, backlog_count;
+  /* Set while a thread delivers this segment: a second one is refused
+     (AOI_EBUSY) instead of racing it. */
+  atomic_bool claimed;
   char guard[AOI__LINE]; /* (AOI__LINE) */
 } aoi__segment;
 
@@ -648,9 +652,12 @@ struct aoi_world {
   uint8_t *handle_bits; /* per handle: AOI__HANDLE_* */
   uint32_t *queued;        /* per handle: its record's index in the queue
                               of the shard route() names, or AOI__NONE */
-  uint32_t *generation;    /* per handle: the high half of its live
-                              entity's aoi_ref; never 0, bumped when the
-                              entity is removed (submit.c) */
+  uint32_t *generation;    /* per handle: the generation of its live
+                              entity's aoi_ref, bumped when the entity is
+                              removed; 0 once retired (submit.c) */
+  uint64_t *tag;           /* per handle: the host's tag (aoi_entity) */
+  uint64_t ref_key;        /* this world's key for its references (odd) */
+  uint64_t ref_inverse;    /* ref_key's inverse modulo 2^64 */
   /* Released handles, one ring of handle_capacity (no handle is in it
      twice, so it never fills): from released_head, the free ones
      (free_count), then those removed before the last tick (limbo_old:
@@ -668,6 +675,9 @@ struct aoi_world {
   uint32_t records; /* queued in all shards */
   uint64_t tick;
   bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
+  /* aoi_deliver calls running now, on any thread: every other call is
+     refused while it is not 0 (aoi__busy). */
+  atomic_uint delivering;
   bool records_indexed;   /* event_at holds the records (outbox.c) */
   uint64_t tick_started;  /* when the tick in flight began */
   unsigned workers_done;  /* done reports taken for the tick in flight */

@@ -17,6 +17,28 @@
 
 #include "aoi.h"
 
+/* The tag the tests give entity `id`: not the id, so that a tag handed
+   back for the wrong entity shows. */
+static inline uint64_t test_tag(uint64_t id)
+{
+  return (id ^ 0x5bd1e995u) * 0x9e3779b97f4a7c15u;
+}
+
+/* aoi_add from the fields one by one, the tag being test_tag(id). */
+static inline int test_add(aoi_world *w, uint64_t id, float x, float y,
+                           float radius, unsigned flags, uint32_t layers,
+                           uint32_t interest)
+{
+  return aoi_add(w, &(aoi_entity){.id = id,
+                                  .tag = test_tag(id),
+                                  .x = x,
+                                  .y = y,
+                                  .radius = radius,
+                                  .flags = flags,
+                                  .layers = layers,
+                                  .interest = interest});
+}
+
 #define COUNTER_ONWARD LLONG_MAX /* a span: fail every attempt from n on */
 
 typedef struct counter {

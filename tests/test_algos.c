@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "aoi.h"
+#include "support.h"
 #include "algo.h"
 
 #define SIDE 120.0
@@ -87,7 +88,7 @@ static void add(world_pair *p, int i, uint64_t id)
                                      : AOI_WATCHER | AOI_MARKER;
   uint32_t layers = layer_choices[next() % 4];
   uint32_t interest = layer_choices[next() % 4];
-  assert_int_equal(aoi_add(p->world, id, s->x, s->y, radius, flags, layers,
+  assert_int_equal(test_add(p->world, id, s->x, s->y, radius, flags, layers,
                            interest),
                    0);
   for (int a = 0; a < ALGO_COUNT; a++)

@@ -140,6 +140,11 @@ static int record_equal(const record *a, const record *b)
 
 static void expect_records(const records *got, const record *want, size_t n)
 {
+  for (size_t i = 0; i < got->count; i++)
+    if (got->items[i].event.tag != test_tag(got->items[i].event.id))
+      fail_msg("event of %llu: tag %llu, not its own",
+               (unsigned long long)got->items[i].event.id,
+               (unsigned long long)got->items[i].event.tag);
   int same = got->count == n;
   for (size_t i = 0; same && i < n; i++)
     same = record_equal(&got->items[i], &want[i]);
@@ -502,8 +507,8 @@ static void test_pin_threads(void **state)
     aoi_world *w = NULL;
     assert_int_equal(aoi_create(&c, &w), 0);
     assert_int_equal(threads_on_one_cpu(), before + (pin ? 3 : 0));
-    assert_int_equal(aoi_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
     assert_int_equal(aoi_tick(w), 0);
     const aoi_event *events;
     size_t count;
@@ -530,11 +535,11 @@ static void test_stamps_wrap(void **state)
     c.threads = threads;
     aoi_world *w = NULL;
     assert_int_equal(aoi_create(&c, &w), 0);
-    assert_int_equal(aoi_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
     for (uint64_t id = 3; id < 40; id++) /* standing, out of sight */
       assert_int_equal(
-          aoi_add(w, id, 100 + 20 * (float)id, 100, 5, WM, ALL, ALL), 0);
+          test_add(w, id, 100 + 20 * (float)id, 100, 5, WM, ALL, ALL), 0);
     assert_int_equal(aoi_tick(w), 0);
     const aoi_event *events;
     size_t count;
@@ -587,13 +592,13 @@ static void test_create_accepts_edge_config(void **state)
   c.shards = 4096;
   c.max_radius = 0;
   w = create_or_fail(&c);
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   assert_int_equal(s.shards, 4096);
   assert_int_equal(s.threads, 1);
-  assert_int_equal(aoi_add(w, 1, 5, 5, 0, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 2, 5, 5, 0, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 3, 5, 5.5f, 0, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 4, 1e9f, -1e9f, 0, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 1, 5, 5, 0, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 5, 5, 0, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 3, 5, 5.5f, 0, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 4, 1e9f, -1e9f, 0, WM, ALL, ALL), 0);
   assert_int_equal(aoi_tick(w), 0);
   /* Radius 0 sees exactly the entities on the same point. */
   EXPECT_VIEW(w, 1, 2);
@@ -617,7 +622,7 @@ static void test_create_accepts_edge_config(void **state)
   /* threads 0 means one per online core, shards 0 one per thread. */
   aoi_config_default(&c);
   w = create_or_fail(&c);
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned want = cores < 1 ? 1 : cores > 256 ? 256 : (unsigned)cores;
   assert_int_equal(s.threads, want);
@@ -627,7 +632,7 @@ static void test_create_accepts_edge_config(void **state)
   aoi_config_default(&c);
   c.threads = 3;
   w = create_or_fail(&c);
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   assert_int_equal(s.threads, 3);
   assert_int_equal(s.shards, 3);
   aoi_destroy(w);
@@ -662,7 +667,7 @@ static void test_create_accepts_edge_config(void **state)
     if (m == NULL)
       fail_msg("%s: model_create refused it", good[i].name);
     model_destroy(m);
-    assert_int_equal(aoi_add(w, 1, 0, 0, 10, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 1, 0, 0, 10, WM, ALL, ALL), 0);
     assert_int_equal(aoi_tick(w), 0);
     aoi_destroy(w);
   }
@@ -683,7 +688,7 @@ static void test_null_arguments(void **state)
   uint64_t buffer[4];
   aoi_stats stats;
 
-  assert_int_equal(aoi_add(NULL, 1, 0, 0, 1, WM, ALL, ALL), AOI_EINVAL);
+  assert_int_equal(test_add(NULL, 1, 0, 0, 1, WM, ALL, ALL), AOI_EINVAL);
   assert_int_equal(aoi_move(NULL, 1, 0, 0), AOI_EINVAL);
   assert_int_equal(aoi_move_ref(NULL, 1, 0, 0), AOI_EINVAL);
   assert_int_equal(aoi_ref_of(NULL, 1, NULL), AOI_EINVAL);
@@ -699,9 +704,9 @@ static void test_null_arguments(void **state)
                    AOI_EINVAL);
   assert_int_equal(aoi_view(NULL, 1, buffer, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_watchers_of(NULL, 1, buffer, 4, &count), AOI_EINVAL);
-  assert_int_equal(aoi_stats_get(NULL, &stats), AOI_EINVAL);
+  assert_int_equal(aoi_world_stats(NULL, &stats), AOI_EINVAL);
   /* NULL world wins over everything else that is wrong. */
-  assert_int_equal(aoi_add(NULL, 1, NAN, 0, -1, 0, ALL, ALL), AOI_EINVAL);
+  assert_int_equal(test_add(NULL, 1, NAN, 0, -1, 0, ALL, ALL), AOI_EINVAL);
   assert_int_equal(aoi_move(NULL, 1, NAN, NAN), AOI_EINVAL);
   assert_int_equal(aoi_set_radius(NULL, 1, NAN), AOI_EINVAL);
   assert_int_equal(count, 77);
@@ -710,13 +715,13 @@ static void test_null_arguments(void **state)
 
   /* NULL out-parameters on a real world. */
   aoi_world *w = world_for((layout){1, 1}, 50);
-  assert_int_equal(aoi_add(w, 1, 0, 0, 1, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 1, 0, 0, 1, WM, ALL, ALL), 0);
   assert_int_equal(aoi_tick(w), 0);
   assert_int_equal(aoi_drain(w, 1, NULL, &count), AOI_EINVAL);
   assert_int_equal(aoi_drain(w, 1, &events, NULL), AOI_EINVAL);
   assert_int_equal(aoi_pending(w, NULL, &count), AOI_EINVAL);
   assert_int_equal(aoi_pending(w, &ids, NULL), AOI_EINVAL);
-  assert_int_equal(aoi_stats_get(w, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_world_stats(w, NULL), AOI_EINVAL);
   assert_int_equal(aoi_ref_of(w, 1, NULL), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, buffer, 4, NULL), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, NULL, 4, &count), AOI_EINVAL);
@@ -776,34 +781,34 @@ static void test_operation_error_order(void **state)
   aoi_world *w = world_for((layout){1, 1}, 50);
   const float above = nextafterf(50, 100);
 
-  assert_int_equal(aoi_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0); /* max: ok */
-  assert_int_equal(aoi_add(w, 2, 10, 10, 0, AOI_MARKER, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 3, 10, 10, 5, AOI_WATCHER, 0, 0), 0);
+  assert_int_equal(test_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0); /* max: ok */
+  assert_int_equal(test_add(w, 2, 10, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 3, 10, 10, 5, AOI_WATCHER, 0, 0), 0);
 
   /* aoi_add: EEXIST before everything else. */
-  assert_int_equal(aoi_add(w, 1, NAN, NAN, -1, 0, ALL, ALL), AOI_EEXIST);
-  assert_int_equal(aoi_add(w, 1, 10, 10, 1, WM, ALL, ALL), AOI_EEXIST);
-  assert_int_equal(aoi_add(w, 2, INFINITY, 0, above, 8, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(test_add(w, 1, NAN, NAN, -1, 0, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(test_add(w, 1, 10, 10, 1, WM, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(test_add(w, 2, INFINITY, 0, above, 8, ALL, ALL), AOI_EEXIST);
   /* then EFLAGS */
-  assert_int_equal(aoi_add(w, 4, NAN, NAN, -1, 0, ALL, ALL), AOI_EFLAGS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, 1, 4, ALL, ALL), AOI_EFLAGS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, 1, WM | 8, ALL, ALL), AOI_EFLAGS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, 1, 0x80000000u | AOI_MARKER, ALL, ALL),
+  assert_int_equal(test_add(w, 4, NAN, NAN, -1, 0, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(test_add(w, 4, 0, 0, 1, 4, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(test_add(w, 4, 0, 0, 1, WM | 8, ALL, ALL), AOI_EFLAGS);
+  assert_int_equal(test_add(w, 4, 0, 0, 1, 0x80000000u | AOI_MARKER, ALL, ALL),
                    AOI_EFLAGS);
   /* then ECOORD */
-  assert_int_equal(aoi_add(w, 4, NAN, 0, -1, WM, ALL, ALL), AOI_ECOORD);
-  assert_int_equal(aoi_add(w, 4, 0, NAN, 1, WM, ALL, ALL), AOI_ECOORD);
-  assert_int_equal(aoi_add(w, 4, INFINITY, 0, 1, WM, ALL, ALL), AOI_ECOORD);
-  assert_int_equal(aoi_add(w, 4, 0, -INFINITY, NAN, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(test_add(w, 4, NAN, 0, -1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(test_add(w, 4, 0, NAN, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(test_add(w, 4, INFINITY, 0, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(test_add(w, 4, 0, -INFINITY, NAN, WM, ALL, ALL), AOI_ECOORD);
   /* then ERADIUS */
-  assert_int_equal(aoi_add(w, 4, 0, 0, -1, WM, ALL, ALL), AOI_ERADIUS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, NAN, WM, ALL, ALL), AOI_ERADIUS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, INFINITY, WM, ALL, ALL), AOI_ERADIUS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, above, WM, ALL, ALL), AOI_ERADIUS);
-  assert_int_equal(aoi_add(w, 4, 0, 0, 51, AOI_MARKER, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(test_add(w, 4, 0, 0, -1, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(test_add(w, 4, 0, 0, NAN, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(test_add(w, 4, 0, 0, INFINITY, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(test_add(w, 4, 0, 0, above, WM, ALL, ALL), AOI_ERADIUS);
+  assert_int_equal(test_add(w, 4, 0, 0, 51, AOI_MARKER, ALL, ALL), AOI_ERADIUS);
   /* None of those made 4 live. */
   assert_int_equal(aoi_move(w, 4, 0, 0), AOI_ENOENT);
-  assert_int_equal(aoi_add(w, 4, 0, 0, 0, AOI_MARKER, 0, 0), 0);
+  assert_int_equal(test_add(w, 4, 0, 0, 0, AOI_MARKER, 0, 0), 0);
 
   /* aoi_move: ENOENT, then ECOORD. */
   assert_int_equal(aoi_move(w, 99, NAN, NAN), AOI_ENOENT);
@@ -832,13 +837,13 @@ static void test_operation_error_order(void **state)
   assert_int_equal(aoi_move(w, 3, 0, 0), AOI_ENOENT);
   assert_int_equal(aoi_set_radius(w, 3, 1), AOI_ENOENT);
   assert_int_equal(aoi_set_layers(w, 3, 1, 1), AOI_ENOENT);
-  assert_int_equal(aoi_add(w, 3, NAN, 0, 1, WM, ALL, ALL), AOI_ECOORD);
-  assert_int_equal(aoi_add(w, 3, 0, 0, 1, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 3, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(test_add(w, 3, NAN, 0, 1, WM, ALL, ALL), AOI_ECOORD);
+  assert_int_equal(test_add(w, 3, 0, 0, 1, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 3, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
 
   /* The same after a tick. */
   assert_int_equal(aoi_tick(w), 0);
-  assert_int_equal(aoi_add(w, 2, NAN, 0, -1, 0, ALL, ALL), AOI_EEXIST);
+  assert_int_equal(test_add(w, 2, NAN, 0, -1, 0, ALL, ALL), AOI_EEXIST);
   assert_int_equal(aoi_move(w, 99, 0, 0), AOI_ENOENT);
   assert_int_equal(aoi_remove(w, 4), 0);
   assert_int_equal(aoi_move(w, 4, 0, 0), AOI_ENOENT);
@@ -855,7 +860,7 @@ static void add_script_entities(aoi_world *w, float radius)
   static const float where[][2] = {{10, 10}, {20, 10}, {50, 50},
                                    {55, 52}, {90, 90}, {85, 88}};
   for (uint64_t id = 1; id <= 6; id++)
-    assert_int_equal(aoi_add(w, id, where[id - 1][0], where[id - 1][1], radius,
+    assert_int_equal(test_add(w, id, where[id - 1][0], where[id - 1][1], radius,
                              WM, ALL, ALL),
                      0);
 }
@@ -904,11 +909,11 @@ static void test_policy_error_order(void **state)
   /* Nothing live yet: ENOENT before ERADIUS. */
   APPEAL(1, 5, AOI_ENOENT);
   CAP(1, 1, AOI_ENOENT);
-  assert_int_equal(aoi_add(w, 1, 10, 10, 10, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 1, 10, 10, 10, WM, ALL, ALL), 0);
   assert_int_equal(model_add(m, 1, 10, 10, 10, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
   assert_int_equal(model_add(m, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 3, 90, 90, 5, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 3, 90, 90, 5, AOI_WATCHER, ALL, ALL), 0);
   assert_int_equal(model_add(m, 3, 90, 90, 5, AOI_WATCHER, ALL, ALL), 0);
   for (size_t i = 0; i < COUNT_OF(bad_appeals); i++) {
     APPEAL(99, bad_appeals[i], AOI_ENOENT);
@@ -940,7 +945,7 @@ static void test_policy_error_order(void **state)
   APPEAL(2, 5, AOI_ENOENT);
   APPEAL(2, NAN, AOI_ENOENT);
   CAP(2, 1, AOI_ENOENT);
-  assert_int_equal(aoi_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
   assert_int_equal(model_add(m, 2, 20, 10, 0, AOI_MARKER, ALL, ALL), 0);
   APPEAL(2, 40, 0);
   APPEAL(2, above, AOI_ERADIUS);
@@ -1013,8 +1018,8 @@ static void run_policy_script(aoi_world *w, int with_failures, records *t1,
     assert_int_equal(aoi_set_cap(w, 6, 1), AOI_ENOENT);
     assert_int_equal(aoi_set_appeal(w, 4, INFINITY), AOI_ERADIUS);
   }
-  assert_int_equal(aoi_add(w, 6, 60, 55, 10, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 6, 60, 55, 10, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
   if (with_failures)
     assert_int_equal(aoi_set_appeal(w, 7, nextafterf(30, 31)), AOI_ERADIUS);
   policy_tick(w, with_failures, t2);
@@ -1030,10 +1035,10 @@ static void failing_script_step(aoi_world *w, int with_failures, int step)
     return;
   switch (step) {
   case 0:
-    assert_int_equal(aoi_add(w, 1, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
-    assert_int_equal(aoi_add(w, 8, NAN, 50, 1, WM, ALL, ALL), AOI_ECOORD);
-    assert_int_equal(aoi_add(w, 9, 50, 50, 10, 0, ALL, ALL), AOI_EFLAGS);
-    assert_int_equal(aoi_add(w, 10, 50, 50, 31, WM, ALL, ALL), AOI_ERADIUS);
+    assert_int_equal(test_add(w, 1, 0, 0, 1, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(test_add(w, 8, NAN, 50, 1, WM, ALL, ALL), AOI_ECOORD);
+    assert_int_equal(test_add(w, 9, 50, 50, 10, 0, ALL, ALL), AOI_EFLAGS);
+    assert_int_equal(test_add(w, 10, 50, 50, 31, WM, ALL, ALL), AOI_ERADIUS);
     break;
   case 1:
     assert_int_equal(aoi_move(w, 2, NAN, 0), AOI_ECOORD);
@@ -1046,7 +1051,7 @@ static void failing_script_step(aoi_world *w, int with_failures, int step)
   case 2:
     assert_int_equal(aoi_remove(w, 5), AOI_ENOENT);
     assert_int_equal(aoi_move(w, 5, 50, 50), AOI_ENOENT);
-    assert_int_equal(aoi_add(w, 7, 0, 0, 30, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(test_add(w, 7, 0, 0, 30, WM, ALL, ALL), AOI_EEXIST);
     assert_int_equal(aoi_set_radius(w, 7, INFINITY), AOI_ERADIUS);
     break;
   default:
@@ -1067,7 +1072,7 @@ static void run_failing_script(aoi_world *w, int with_failures, records *t1,
   assert_int_equal(aoi_set_radius(w, 3, 5), 0);
   assert_int_equal(aoi_set_layers(w, 4, 2, 2), 0);
   assert_int_equal(aoi_remove(w, 5), 0);
-  assert_int_equal(aoi_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 7, 50, 55, 30, WM, ALL, ALL), 0);
   failing_script_step(w, with_failures, 2);
   tick_and_drain(w, t2);
   for (uint64_t id = 1; id <= 7; id++) {
@@ -1107,8 +1112,8 @@ static void expect_failures_change_nothing(failing_script script,
         expect_ids(&dirty_views[id], clean_views[id].ids,
                    clean_views[id].count);
     aoi_stats sa, sb;
-    assert_int_equal(aoi_stats_get(a, &sa), 0);
-    assert_int_equal(aoi_stats_get(b, &sb), 0);
+    assert_int_equal(aoi_world_stats(a, &sa), 0);
+    assert_int_equal(aoi_world_stats(b, &sb), 0);
     assert_int_equal(sa.entities, entities);
     assert_int_equal(sb.entities, entities);
     aoi_destroy(a);
@@ -1136,18 +1141,18 @@ static void test_failed_policy_calls_change_nothing(void **state)
 
 /* TRACE_FORMAT.md's example. */
 static const record example_tick1[] = {
-    {7, {9, 10.5f, -3, AOI_ENTER, 1}},
-    {9, {7, 12, -3, AOI_ENTER, 1}},
+    {7, {9, 0, 10.5f, -3, AOI_ENTER, 1}},
+    {9, {7, 0, 12, -3, AOI_ENTER, 1}},
 };
 static const record example_tick2[] = {
-    {7, {9, 0, 0, AOI_LEAVE, 2}},
-    {9, {7, 40, -3, AOI_MOVE, 2}},
+    {7, {9, 0, 0, 0, AOI_LEAVE, 2}},
+    {9, {7, 0, 40, -3, AOI_MOVE, 2}},
 };
 
 static void add_example(aoi_world *w)
 {
-  assert_int_equal(aoi_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 9, 10.5f, -3, 50, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 9, 10.5f, -3, 50, WM, ALL, ALL), 0);
 }
 
 static void test_trace_example(void **state)
@@ -1187,16 +1192,16 @@ static void test_events_accumulate(void **state)
 {
   (void)state;
   static const record seven[] = {
-      {7, {9, 10.5f, -3, AOI_ENTER, 1}},
-      {7, {9, 0, 0, AOI_LEAVE, 2}},
+      {7, {9, 0, 10.5f, -3, AOI_ENTER, 1}},
+      {7, {9, 0, 0, 0, AOI_LEAVE, 2}},
   };
   static const record nine[] = {
-      {9, {7, 12, -3, AOI_ENTER, 1}},
-      {9, {7, 40, -3, AOI_MOVE, 2}},
-      {9, {7, 41, -3, AOI_MOVE, 3}},
+      {9, {7, 0, 12, -3, AOI_ENTER, 1}},
+      {9, {7, 0, 40, -3, AOI_MOVE, 2}},
+      {9, {7, 0, 41, -3, AOI_MOVE, 3}},
   };
   static const record nine_later[] = {
-      {9, {7, 0, 0, AOI_LEAVE, 6}},
+      {9, {7, 0, 0, 0, AOI_LEAVE, 6}},
   };
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
     aoi_world *w = world_for(layouts[l], 500);
@@ -1256,11 +1261,11 @@ static void test_pending_ascending_and_stable(void **state)
     aoi_world *w = world_for(layouts[l], 50);
     /* All near (50, 50), which is on or near a border for every layout. */
     for (size_t i = 0; i < COUNT_OF(crowd); i++)
-      assert_int_equal(aoi_add(w, crowd[i], 48 + (float)i, 50, 20, WM, ALL,
+      assert_int_equal(test_add(w, crowd[i], 48 + (float)i, 50, 20, WM, ALL,
                                ALL),
                        0);
-    assert_int_equal(aoi_add(w, 77, 50, 49, 20, AOI_MARKER, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 88, 5, 5, 1, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 77, 50, 49, 20, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 88, 5, 5, 1, AOI_WATCHER, ALL, ALL), 0);
     assert_int_equal(aoi_tick(w), 0);
 
     const uint64_t *ids;
@@ -1284,8 +1289,8 @@ static void test_pending_ascending_and_stable(void **state)
     /* 500 moves: everyone else that sees it gets a move; 500 gets none. */
     assert_int_equal(aoi_move(w, 500, 50.5f, 50), 0);
     /* New watchers with ids between the others join the list in order. */
-    assert_int_equal(aoi_add(w, 1, 49, 51, 20, AOI_WATCHER, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 41, 49, 52, 20, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 1, 49, 51, 20, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 41, 49, 52, 20, AOI_WATCHER, ALL, ALL), 0);
     assert_int_equal(aoi_tick(w), 0);
     static const uint64_t second[] = {0,  1,   3, 41, 42, UINT64_C(1) << 40,
                                       UINT64_MAX};
@@ -1332,11 +1337,11 @@ static void test_remove_watcher_drops_events(void **state)
 {
   (void)state;
   static const record nine[] = {
-      {9, {7, 12, -3, AOI_ENTER, 1}},
-      {9, {7, 0, 0, AOI_LEAVE, 2}},
+      {9, {7, 0, 12, -3, AOI_ENTER, 1}},
+      {9, {7, 0, 0, 0, AOI_LEAVE, 2}},
   };
   static const record reborn[] = {
-      {7, {9, 10.5f, -3, AOI_ENTER, 3}},
+      {7, {9, 0, 10.5f, -3, AOI_ENTER, 3}},
   };
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
     aoi_world *w = world_for(layouts[l], 500);
@@ -1362,7 +1367,7 @@ static void test_remove_watcher_drops_events(void **state)
 
     /* Same id back: a new watcher whose first tick is all enters, none of
        the old one's events. */
-    assert_int_equal(aoi_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 7, 12, -3, 20, WM, ALL, ALL), 0);
     expect_drain(w, 7, NULL, 0);
     assert_int_equal(aoi_tick(w), 0);
     expect_drain(w, 7, reborn, COUNT_OF(reborn));
@@ -1372,13 +1377,13 @@ static void test_remove_watcher_drops_events(void **state)
     assert_int_equal(aoi_move(w, 9, 11, -3), 0);
     assert_int_equal(aoi_tick(w), 0); /* 7 gets a move, undrained */
     assert_int_equal(aoi_remove(w, 7), 0);
-    assert_int_equal(aoi_add(w, 7, 12, -3, 20, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 7, 12, -3, 20, AOI_WATCHER, ALL, ALL), 0);
     expect_drain(w, 7, NULL, 0);
     assert_int_equal(aoi_pending(w, &ids, &n), 0);
     for (size_t i = 0; i < n; i++)
       assert_int_not_equal(ids[i], 7);
     assert_int_equal(aoi_tick(w), 0);
-    static const record again[] = {{7, {9, 11, -3, AOI_ENTER, 5}}};
+    static const record again[] = {{7, {9, 0, 11, -3, AOI_ENTER, 5}}};
     expect_drain(w, 7, again, COUNT_OF(again));
     aoi_destroy(w);
   }
@@ -1388,34 +1393,34 @@ static void test_respawn_in_one_tick(void **state)
 {
   (void)state;
   static const record t2[] = {
-      {1, {2, 0, 0, AOI_LEAVE, 2}},
-      {1, {2, 15, 10, AOI_ENTER, 2}},
+      {1, {2, 0, 0, 0, AOI_LEAVE, 2}},
+      {1, {2, 0, 15, 10, AOI_ENTER, 2}},
   };
   static const record t3[] = {
-      {1, {2, 0, 0, AOI_LEAVE, 3}},
-      {1, {2, 62, 12, AOI_ENTER, 3}},
-      {2, {1, 60, 10, AOI_ENTER, 3}},
+      {1, {2, 0, 0, 0, AOI_LEAVE, 3}},
+      {1, {2, 0, 62, 12, AOI_ENTER, 3}},
+      {2, {1, 0, 60, 10, AOI_ENTER, 3}},
   };
   static const record t5[] = {
-      {1, {2, 0, 0, AOI_LEAVE, 5}},
-      {1, {3, 0, 0, AOI_LEAVE, 5}},
-      {1, {2, 61, 11, AOI_ENTER, 5}},
-      {1, {3, 55, 12, AOI_ENTER, 5}},
+      {1, {2, 0, 0, 0, AOI_LEAVE, 5}},
+      {1, {3, 0, 0, 0, AOI_LEAVE, 5}},
+      {1, {2, 0, 61, 11, AOI_ENTER, 5}},
+      {1, {3, 0, 55, 12, AOI_ENTER, 5}},
   };
   static const record t6[] = {
-      {1, {2, 0, 0, AOI_LEAVE, 6}},
+      {1, {2, 0, 0, 0, AOI_LEAVE, 6}},
   };
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
     aoi_world *w = world_for(layouts[l], 50);
     records r = {0};
-    assert_int_equal(aoi_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
     tick_and_drain(w, &r);
     assert_int_equal(r.count, 1);
 
     /* Same place: leave then enter, no move. */
     assert_int_equal(aoi_remove(w, 2), 0);
-    assert_int_equal(aoi_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 15, 10, 0, AOI_MARKER, ALL, ALL), 0);
     tick_and_drain(w, &r);
     expect_records(&r, t2, COUNT_OF(t2));
 
@@ -1423,30 +1428,30 @@ static void test_respawn_in_one_tick(void **state)
        a watcher too. */
     assert_int_equal(aoi_move(w, 1, 60, 10), 0);
     assert_int_equal(aoi_remove(w, 2), 0);
-    assert_int_equal(aoi_add(w, 2, 62, 12, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 62, 12, 5, WM, ALL, ALL), 0);
     tick_and_drain(w, &r);
     expect_records(&r, t3, COUNT_OF(t3));
 
     /* Removed, re-added, moved, removed and re-added again in one tick; a
        third id appears, leaves and comes back. */
-    assert_int_equal(aoi_add(w, 3, 55, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 3, 55, 11, 0, AOI_MARKER, ALL, ALL), 0);
     tick_and_drain(w, &r);
     assert_int_equal(r.count, 1);
     assert_int_equal(aoi_remove(w, 2), 0);
-    assert_int_equal(aoi_add(w, 2, 90, 90, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 90, 90, 0, AOI_MARKER, ALL, ALL), 0);
     assert_int_equal(aoi_move(w, 2, 20, 20), 0);
     assert_int_equal(aoi_remove(w, 2), 0);
-    assert_int_equal(aoi_add(w, 2, 61, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 61, 11, 0, AOI_MARKER, ALL, ALL), 0);
     assert_int_equal(aoi_remove(w, 3), 0);
-    assert_int_equal(aoi_add(w, 3, 55, 12, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 3, 55, 12, 0, AOI_MARKER, ALL, ALL), 0);
     tick_and_drain(w, &r);
     expect_records(&r, t5, COUNT_OF(t5));
 
     /* Out of sight when reborn: leave only. Added and removed in one tick:
        nothing at all. */
     assert_int_equal(aoi_remove(w, 2), 0);
-    assert_int_equal(aoi_add(w, 2, 99, 99, 0, AOI_MARKER, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 4, 60, 11, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 99, 99, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 4, 60, 11, 0, AOI_MARKER, ALL, ALL), 0);
     assert_int_equal(aoi_remove(w, 4), 0);
     tick_and_drain(w, &r);
     expect_records(&r, t6, COUNT_OF(t6));
@@ -1464,11 +1469,11 @@ static void test_queries_answer_last_tick(void **state)
     aoi_world *w = world_for(layouts[l], 100);
     answer a;
     /* A small town across the map's middle. */
-    assert_int_equal(aoi_add(w, 10, 50, 50, 30, WM, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 5, 30, 50, 10, WM, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 30, 70, 50, 25, AOI_WATCHER, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 20, 50, 80, 0, AOI_MARKER, ALL, ALL), 0);
-    assert_int_equal(aoi_add(w, 40, 5, 5, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 10, 50, 50, 30, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 5, 30, 50, 10, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 30, 70, 50, 25, AOI_WATCHER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 20, 50, 80, 0, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 40, 5, 5, 0, AOI_MARKER, ALL, ALL), 0);
 
     /* Before the first tick nothing is seen. */
     EXPECT_EMPTY_VIEW(w, 10);
@@ -1516,7 +1521,7 @@ static void test_queries_answer_last_tick(void **state)
     assert_int_equal(aoi_set_radius(w, 30, 0), 0);
     assert_int_equal(aoi_set_layers(w, 10, 0, 0), 0);
     assert_int_equal(aoi_remove(w, 40), 0);
-    assert_int_equal(aoi_add(w, 50, 50, 51, 40, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 50, 50, 51, 40, WM, ALL, ALL), 0);
     EXPECT_VIEW(w, 10, 5, 20);
     EXPECT_VIEW(w, 30, 10);
     EXPECT_EMPTY_VIEW(w, 50);
@@ -1573,12 +1578,12 @@ static void test_query_capacity(void **state)
   aoi_world *w = world_for((layout){2, 3}, 100);
   /* Watcher 100 sees 9..1 (added in descending order); 0 watches all. */
   for (uint64_t id = 9; id >= 1; id--)
-    assert_int_equal(aoi_add(w, id, 40 + (float)id, 50, 0, AOI_MARKER, ALL,
+    assert_int_equal(test_add(w, id, 40 + (float)id, 50, 0, AOI_MARKER, ALL,
                              ALL),
                      0);
-  assert_int_equal(aoi_add(w, 100, 45, 45, 20, AOI_WATCHER, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 0, 45, 55, 20, AOI_WATCHER, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 200, 45, 52, 20, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 100, 45, 45, 20, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 0, 45, 55, 20, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 200, 45, 52, 20, WM, ALL, ALL), 0);
   assert_int_equal(aoi_tick(w), 0);
 
   uint64_t buffer[16];
@@ -1652,20 +1657,20 @@ static void test_layer_masks(void **state)
 {
   (void)state;
   static const record t2[] = {
-      {1, {11, 0, 0, AOI_LEAVE, 2}},
-      {1, {12, 52, 50, AOI_ENTER, 2}},
+      {1, {11, 0, 0, 0, AOI_LEAVE, 2}},
+      {1, {12, 0, 52, 50, AOI_ENTER, 2}},
   };
   for (size_t l = 0; l < COUNT_OF(layouts); l++) {
     aoi_world *w = world_for(layouts[l], 50);
     answer a;
     /* Watcher 1 is interested in layer 1, watcher 2 in layers 2 and 4. */
-    assert_int_equal(aoi_add(w, 1, 50, 48, 10, AOI_WATCHER, 0, 1), 0);
-    assert_int_equal(aoi_add(w, 2, 50, 52, 10, AOI_WATCHER, 0, 6), 0);
-    assert_int_equal(aoi_add(w, 11, 49, 50, 0, AOI_MARKER, 1, 0), 0);
-    assert_int_equal(aoi_add(w, 12, 52, 50, 0, AOI_MARKER, 2, 0), 0);
-    assert_int_equal(aoi_add(w, 13, 51, 51, 0, AOI_MARKER, 3, 0), 0);
-    assert_int_equal(aoi_add(w, 14, 48, 49, 0, AOI_MARKER, 0, ALL), 0);
-    assert_int_equal(aoi_add(w, 15, 50, 50, 0, WM, 0x80000000u, 0x80000000u),
+    assert_int_equal(test_add(w, 1, 50, 48, 10, AOI_WATCHER, 0, 1), 0);
+    assert_int_equal(test_add(w, 2, 50, 52, 10, AOI_WATCHER, 0, 6), 0);
+    assert_int_equal(test_add(w, 11, 49, 50, 0, AOI_MARKER, 1, 0), 0);
+    assert_int_equal(test_add(w, 12, 52, 50, 0, AOI_MARKER, 2, 0), 0);
+    assert_int_equal(test_add(w, 13, 51, 51, 0, AOI_MARKER, 3, 0), 0);
+    assert_int_equal(test_add(w, 14, 48, 49, 0, AOI_MARKER, 0, ALL), 0);
+    assert_int_equal(test_add(w, 15, 50, 50, 0, WM, 0x80000000u, 0x80000000u),
                      0);
     assert_int_equal(aoi_tick(w), 0);
     EXPECT_VIEW(w, 1, 11, 13);
@@ -1806,7 +1811,7 @@ static void run_crowd(layout l, records *all)
     p[i].layers = 1 + rng_below(&rng, 3);
     p[i].interest = 1 + rng_below(&rng, 3);
     p[i].live = 1;
-    assert_int_equal(aoi_add(w, p[i].id, p[i].x, p[i].y, p[i].r, p[i].flags,
+    assert_int_equal(test_add(w, p[i].id, p[i].x, p[i].y, p[i].r, p[i].flags,
                              p[i].layers, p[i].interest),
                      0);
   }
@@ -1821,7 +1826,7 @@ static void run_crowd(layout l, records *all)
       if (!q->live) {
         if (what < 5) {
           q->live = 1;
-          assert_int_equal(aoi_add(w, q->id, q->x, q->y, q->r, q->flags,
+          assert_int_equal(test_add(w, q->id, q->x, q->y, q->r, q->flags,
                                    q->layers, q->interest),
                            0);
         }
@@ -1849,14 +1854,14 @@ static void run_crowd(layout l, records *all)
         assert_int_equal(aoi_remove(w, q->id), 0);
         q->x = (float)rng_below(&rng, 101);
         q->flags = flags[rng_below(&rng, 4)];
-        assert_int_equal(aoi_add(w, q->id, q->x, q->y, q->r, q->flags,
+        assert_int_equal(test_add(w, q->id, q->x, q->y, q->r, q->flags,
                                  q->layers, q->interest),
                          0);
       }
     }
   }
   aoi_stats s;
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   assert_int_equal(s.tick, 12);
   if (l.shards > 1)
     assert_true(s.ghosts > 0);
@@ -1908,7 +1913,7 @@ static void open_lattice(ghost_world *g)
       g->ids[i] = i + 1;
       g->x[i] = (float)(20 * col);
       g->y[i] = (float)(20 * row);
-      assert_int_equal(aoi_add(g->w, g->ids[i], g->x[i], g->y[i], 0,
+      assert_int_equal(test_add(g->w, g->ids[i], g->x[i], g->y[i], 0,
                                AOI_MARKER, 1, 0),
                        0);
     }
@@ -1924,7 +1929,7 @@ static void add_appealing(ghost_world *g, uint64_t id, float x, float y,
   g->x[a] = x;
   g->y[a] = y;
   g->appeal[a] = appeal;
-  assert_int_equal(aoi_add(g->w, id, x, y, 0, AOI_MARKER, 1, 0), 0);
+  assert_int_equal(test_add(g->w, id, x, y, 0, AOI_MARKER, 1, 0), 0);
   assert_int_equal(aoi_set_appeal(g->w, id, appeal), 0);
 }
 
@@ -1933,7 +1938,7 @@ static void add_appealing(ghost_world *g, uint64_t id, float x, float y,
 static void add_short_sighted(ghost_world *g)
 {
   for (unsigned i = 0; i < 60; i++)
-    assert_int_equal(aoi_add(g->w, 1000 + i, (float)(10 + 13 * (i % 30)),
+    assert_int_equal(test_add(g->w, 1000 + i, (float)(10 + 13 * (i % 30)),
                              (float)(10 + 190 * (i / 30)), 5, AOI_WATCHER, 0,
                              1),
                      0);
@@ -1944,7 +1949,7 @@ static unsigned shard_at(aoi_world *w, unsigned shards, float x, float y)
 {
   for (unsigned s = 0; s < shards; s++) {
     aoi_shard_info info;
-    assert_int_equal(aoi_shard_info_get(w, s, &info), 0);
+    assert_int_equal(aoi_shard(w, s, &info), 0);
     if (x >= info.min_x && x < info.max_x && y >= info.min_y &&
         y < info.max_y)
       return s;
@@ -1959,7 +1964,7 @@ static unsigned shard_at(aoi_world *w, unsigned shards, float x, float y)
 static void expect_shard_ghosts(ghost_world *g, unsigned s, double reach)
 {
   aoi_shard_info r;
-  assert_int_equal(aoi_shard_info_get(g->w, s, &r), 0);
+  assert_int_equal(aoi_shard(g->w, s, &r), 0);
   uint64_t want[GHOST_GRID * GHOST_GRID + 1], got[GHOST_GRID * GHOST_GRID + 1];
   size_t n = 0, count = 0;
   for (size_t i = 0; reach >= 0 && i < g->markers; i++) {
@@ -1994,8 +1999,8 @@ static void test_ghosts_by_shard_reach(void **state)
   open_lattice(&g);
   /* one marker seen from 250 away, at the far corner of its shard */
   add_appealing(&g, 2001, 390, 10, 250);
-  assert_int_equal(aoi_add(g.w, 1001, 100, 100, 5, AOI_WATCHER, 0, 1), 0);
-  assert_int_equal(aoi_add(g.w, 1002, 300, 300, 150, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(test_add(g.w, 1001, 100, 100, 5, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(test_add(g.w, 1002, 300, 300, 150, AOI_WATCHER, 0, 1), 0);
   assert_int_equal(aoi_tick(g.w), 0);
 
   unsigned near = shard_at(g.w, 4, 100, 100), far = shard_at(g.w, 4, 300, 300);
@@ -2075,7 +2080,7 @@ static void test_far_sighted_watchers(void **state)
      it from a reach of 50, which rounds up to 64, above four times the
      usual reach (about 8); so 190 is far-sighted */
   add_short_sighted(&g);
-  assert_int_equal(aoi_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(test_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
   unsigned far = shard_at(g.w, 4, 300, 300);
   assert_true(far < 4);
   /* (the host decides from the crowd and the counts of the ticks before,
@@ -2091,7 +2096,7 @@ static void test_far_sighted_watchers(void **state)
 
   /* eight more: too many to pass over the marks each tick */
   for (unsigned i = 0; i < 8; i++)
-    assert_int_equal(aoi_add(g.w, 2001 + i, (float)(250 + 10 * i), 300, 190,
+    assert_int_equal(test_add(g.w, 2001 + i, (float)(250 + 10 * i), 300, 190,
                              AOI_WATCHER, 0, 1),
                      0);
   for (int t = 0; t < 4; t++) {
@@ -2163,9 +2168,9 @@ static void test_far_sighted_capped(void **state)
   /* the short-sighted crowd of test_far_sighted_watchers, and two that
      see 190 far with caps */
   add_short_sighted(&g);
-  assert_int_equal(aoi_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(test_add(g.w, 2000, 300, 300, 190, AOI_WATCHER, 0, 1), 0);
   assert_int_equal(aoi_set_cap(g.w, 2000, 30), 0);
-  assert_int_equal(aoi_add(g.w, 2001, 100, 300, 190, AOI_WATCHER, 0, 1), 0);
+  assert_int_equal(test_add(g.w, 2001, 100, 300, 190, AOI_WATCHER, 0, 1), 0);
   assert_int_equal(aoi_set_cap(g.w, 2001, 400), 0);
   for (int t = 0; t < 4; t++) {
     assert_int_equal(aoi_set_radius(g.w, 1000, 5), 0); /* (a record) */
@@ -2191,7 +2196,7 @@ static void expect_stats(aoi_world *w, layout l, uint64_t tick,
 {
   aoi_stats s;
   memset(&s, 0xa5, sizeof(s));
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   assert_int_equal(s.tick, tick);
   assert_int_equal(s.threads, l.threads);
   assert_int_equal(s.shards, l.shards ? l.shards : l.threads);
@@ -2207,7 +2212,7 @@ static void expect_stats(aoi_world *w, layout l, uint64_t tick,
     assert_int_equal(s.ghosts, 0);
     assert_int_equal(s.handoffs, 0);
     aoi_shard_info info;
-    assert_int_equal(aoi_shard_info_get(w, 0, &info), 0);
+    assert_int_equal(aoi_shard(w, 0, &info), 0);
     assert_true(info.ghost_reach == 0);
   }
 }
@@ -2225,14 +2230,14 @@ static void test_stats(void **state)
     for (uint64_t id = 1; id <= 18; id++) {
       unsigned f = id <= 10 ? WM : id <= 15 ? AOI_MARKER : AOI_WATCHER;
       float x = (float)((id * 37) % 100), y = (float)((id * 61) % 100);
-      assert_int_equal(aoi_add(w, id, x, y, 30, f, ALL, ALL), 0);
+      assert_int_equal(test_add(w, id, x, y, 30, f, ALL, ALL), 0);
     }
     expect_stats(w, lay, 0, 0, 0); /* nothing until the tick */
     records r = {0};
     tick_and_drain(w, &r);
     expect_stats(w, lay, 1, 18, 13);
     aoi_stats s;
-    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(aoi_world_stats(w, &s), 0);
     assert_int_equal(s.events, r.count);
     assert_true(r.count > 0);
 
@@ -2244,7 +2249,7 @@ static void test_stats(void **state)
     assert_int_equal(aoi_move(w, 1, 99, 99), 0);
     tick_and_drain(w, &r);
     expect_stats(w, lay, 3, 16, 12);
-    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(aoi_world_stats(w, &s), 0);
     assert_int_equal(s.events, r.count);
     if (s.shards > 1)
       assert_true(s.handoffs >= 1);
@@ -2262,7 +2267,7 @@ static void busy_life(aoi_world *w)
   records r = {0};
   answer a;
   for (uint64_t id = 1; id <= 300; id++)
-    assert_int_equal(aoi_add(w, id, (float)((id * 37) % 100),
+    assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
                              (float)((id * 61) % 100), 15, WM, ALL, ALL),
                      0);
   tick_and_drain(w, &r);
@@ -2272,7 +2277,7 @@ static void busy_life(aoi_world *w)
                                 (float)((id * 7 + t * 31) % 100)),
                        0);
     assert_int_equal(aoi_remove(w, 10 + (uint64_t)t), 0);
-    assert_int_equal(aoi_add(w, 10 + (uint64_t)t, 50, 50, 15, WM, ALL, ALL),
+    assert_int_equal(test_add(w, 10 + (uint64_t)t, 50, 50, 15, WM, ALL, ALL),
                      0);
     assert_int_equal(aoi_remove(w, 150 + 3 * (uint64_t)t), 0);
     assert_int_equal(aoi_tick(w), 0); /* not drained */
@@ -2289,7 +2294,7 @@ static void busy_life(aoi_world *w)
     assert_true(rc == 0 || (rc == AOI_ENOENT && (id == 153 || id == 159)));
   }
   for (uint64_t id = 301; id <= 1500; id++) /* a growing op queue */
-    assert_int_equal(aoi_add(w, id, 3, 3, 1, AOI_MARKER, ALL, ALL), 0);
+    assert_int_equal(test_add(w, id, 3, 3, 1, AOI_MARKER, ALL, ALL), 0);
   records_free(&r);
 }
 
@@ -2364,7 +2369,7 @@ static void growing_life(const aoi_config *config, records *out)
     for (uint64_t id = 1; id <= 250 * (t + 1); id++) {
       float x = (float)((id * 37 + t * 7) % 100);
       float y = (float)((id * 61 + t * 3) % 100);
-      int rc = id > 250 * t ? aoi_add(w, id, x, y, 6, WM, ALL, ALL)
+      int rc = id > 250 * t ? test_add(w, id, x, y, 6, WM, ALL, ALL)
                             : aoi_move(w, id, x, y);
       assert_int_equal(rc, 0);
     }
@@ -2451,7 +2456,7 @@ static void test_queries_out_of_memory(void **state)
   config.allocator = &hooks;
   aoi_world *w = create_or_fail(&config);
   for (uint64_t id = 1; id <= 200; id++)
-    assert_int_equal(aoi_add(w, id, (float)(id % 20) * 5, (float)(id / 20) * 9,
+    assert_int_equal(test_add(w, id, (float)(id % 20) * 5, (float)(id / 20) * 9,
                              30, WM, ALL, ALL),
                      0);
   assert_int_equal(aoi_tick(w), 0);
@@ -2512,14 +2517,14 @@ static int script_op(aoi_world *w, int i)
   switch (i % 5) {
   case 0:
   case 1:
-    return aoi_add(w, 1000 + (uint64_t)i, x, y, 12, WM, ALL, ALL);
+    return test_add(w, 1000 + (uint64_t)i, x, y, 12, WM, ALL, ALL);
   case 2:
     return aoi_move(w, id, x, y);
   case 3:
     return i % 2 ? aoi_set_radius(w, id, (float)(i % 20))
                  : aoi_set_layers(w, id, 1 + (uint32_t)(i % 3), ALL);
   default:
-    return i % 3 ? aoi_remove(w, id) : aoi_add(w, id, x, y, 10, WM, ALL, ALL);
+    return i % 3 ? aoi_remove(w, id) : test_add(w, id, x, y, 10, WM, ALL, ALL);
   }
 }
 
@@ -2529,7 +2534,7 @@ static aoi_world *scripted_world(layout l, const aoi_allocator *hooks)
   config.allocator = hooks;
   aoi_world *w = create_or_fail(&config);
   for (uint64_t id = 1; id <= 160; id++)
-    assert_int_equal(aoi_add(w, id, (float)((id * 37) % 100),
+    assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
                              (float)((id * 61) % 100), 12, WM, ALL, ALL),
                      0);
   assert_int_equal(aoi_tick(w), 0);
@@ -2737,7 +2742,7 @@ static aoi_world *pictured_world(layout l, const aoi_allocator *hooks,
   config.allocator = hooks;
   aoi_world *w = create_or_fail(&config);
   for (uint64_t id = 1; id <= 160; id++)
-    assert_int_equal(aoi_add(w, id, (float)((id * 37) % 100),
+    assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
                              (float)((id * 61) % 100), 12, WM, ALL, ALL),
                      0);
   assert_int_equal(aoi_tick(w), 0);
@@ -2786,7 +2791,7 @@ static void test_tick_out_of_memory(void **state)
       counter_disarm(&c);
       assert_int_equal(aoi_tick(ref), 0);
       aoi_stats s;
-      assert_int_equal(aoi_stats_get(w, &s), 0);
+      assert_int_equal(aoi_world_stats(w, &s), 0);
       if (rc != 0 && rc != AOI_ENOMEM)
         fail_msg("allocation %lld of the tick: aoi_tick returned %d", n, rc);
       records got = {0}, want = {0};
@@ -2854,7 +2859,7 @@ static aoi_world *crowded_world(layout l, const aoi_allocator *hooks)
   config.rebalance_interval = 2; /* tick 2 may move the cuts */
   aoi_world *w = create_or_fail(&config);
   for (uint64_t id = 1; id <= 300; id++) /* most in one corner */
-    assert_int_equal(aoi_add(w, id, (float)(id % 4 ? (id * 7) % 20 : (id * 37) % 100),
+    assert_int_equal(test_add(w, id, (float)(id % 4 ? (id * 7) % 20 : (id * 37) % 100),
                              (float)(id % 4 ? (id * 13) % 20 : (id * 61) % 100),
                              10, WM, ALL, ALL),
                      0);
@@ -2896,7 +2901,7 @@ static void test_rebalance_follows_work(void **state)
     bool town = id % 2 == 0;
     float x = town ? 5 + (float)((id * 7) % 150) / 10 : (float)((id * 37) % 1000) / 10;
     float y = town ? 5 + (float)((id * 13) % 150) / 10 : (float)((id * 61) % 1000) / 10;
-    assert_int_equal(aoi_add(w, id, x, y, 4, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, id, x, y, 4, WM, ALL, ALL), 0);
   }
   assert_int_equal(aoi_tick(w), 0);
   double before = load_imbalance(w);
@@ -2904,7 +2909,7 @@ static void test_rebalance_follows_work(void **state)
   for (int t = 0; t < 8; t++)
     assert_int_equal(aoi_tick(w), 0);
   aoi_stats s;
-  assert_int_equal(aoi_stats_get(w, &s), 0);
+  assert_int_equal(aoi_world_stats(w, &s), 0);
   assert_true(s.rebalances >= 1);
   double after = load_imbalance(w);
   print_message("load imbalance %.2f before, %.2f after %llu rebalances\n",
@@ -2927,7 +2932,7 @@ static void test_relayout_tick_out_of_memory(void **state)
     assert_int_equal(aoi_tick(w), 0);
     long long needed = atomic_load(&c.attempts) - before;
     aoi_stats s;
-    assert_int_equal(aoi_stats_get(w, &s), 0);
+    assert_int_equal(aoi_world_stats(w, &s), 0);
     assert_int_equal(s.rebalances, 1); /* the cuts did move */
     aoi_destroy(w);
     for (long long n = 1; n <= needed; n++) {
@@ -2940,12 +2945,12 @@ static void test_relayout_tick_out_of_memory(void **state)
       assert_true(rc == 0 || rc == AOI_ENOMEM);
       assert_true(aoi__world_valid(w));
       assert_int_equal(aoi_tick(ref), 0);
-      if (aoi_stats_get(w, &s) == 0 && s.tick == 1)
+      if (aoi_world_stats(w, &s) == 0 && s.tick == 1)
         assert_int_equal(aoi_tick(w), 0); /* did not start: now it does */
       assert_int_equal(aoi_tick(w), 0);
       assert_int_equal(aoi_tick(ref), 0);
       assert_true(aoi__world_valid(w));
-      assert_int_equal(aoi_stats_get(w, &s), 0);
+      assert_int_equal(aoi_world_stats(w, &s), 0);
       assert_int_equal(s.entities, 300);
       for (uint64_t id = 1; id <= 300; id++) {
         answer a, b;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "aoi.h"
+#include "support.h"
 
 #define ENTITIES 300u
 #define TICKS 40u
@@ -59,11 +60,24 @@ typedef struct side {
   bool delivered[ENTITIES];
 } side;
 
-static void take(void *user, uint64_t watcher, const aoi_event *events,
-                 size_t count)
+/* Whether the watcher and every event carry their entity's tag. */
+static bool tags_right(uint64_t watcher, uint64_t tag, const aoi_event *events,
+                       size_t count)
+{
+  if (tag != test_tag(watcher))
+    return false;
+  for (size_t i = 0; i < count; i++)
+    if (events[i].tag != test_tag(events[i].id))
+      return false;
+  return true;
+}
+
+static void take(void *user, uint64_t watcher, uint64_t tag,
+                 const aoi_event *events, size_t count)
 {
   side *s = user;
-  if (watcher >= ENTITIES || count == 0) {
+  if (watcher >= ENTITIES || count == 0 ||
+      !tags_right(watcher, tag, events, count)) {
     s->twice[0] = true; /* reported on the main thread */
     return;
   }
@@ -170,7 +184,7 @@ static void test_parallel_equals_drain(unsigned threads, unsigned shards,
     live[i] = true;
     unsigned flags = i % 5 == 0 ? AOI_MARKER : WM;
     for (int k = 0; k < 2; k++)
-      assert_int_equal(aoi_add(both[k]->world, i, x[i], y[i],
+      assert_int_equal(test_add(both[k]->world, i, x[i], y[i],
                                (float)(10 + i % 30), flags, ALL, ALL),
                        0);
   }
@@ -181,7 +195,7 @@ static void test_parallel_equals_drain(unsigned threads, unsigned shards,
         if (r % 4 == 0) {
           live[i] = true;
           for (int k = 0; k < 2; k++)
-            assert_int_equal(aoi_add(both[k]->world, i, x[i], y[i], 20, WM,
+            assert_int_equal(test_add(both[k]->world, i, x[i], y[i], 20, WM,
                                      ALL, ALL),
                              0);
         }
@@ -305,11 +319,11 @@ static void count_events(tally *t, const aoi_event *events, size_t count)
   }
 }
 
-static void take_tally(void *user, uint64_t watcher, const aoi_event *events,
-                       size_t count)
+static void take_tally(void *user, uint64_t watcher, uint64_t tag,
+                       const aoi_event *events, size_t count)
 {
   tally *t = user;
-  if (watcher != 0) {
+  if (watcher != 0 || !tags_right(watcher, tag, events, count)) {
     t->other = true;
     return;
   }
@@ -345,9 +359,9 @@ static void test_long_records(void **state)
   config.max_x = config.max_y = 1000;
   aoi_world *w;
   assert_int_equal(aoi_create(&config, &w), 0);
-  assert_int_equal(aoi_add(w, 0, 500, 500, 100, AOI_WATCHER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 0, 500, 500, 100, AOI_WATCHER, ALL, ALL), 0);
   for (unsigned i = 1; i <= CROWD; i++)
-    assert_int_equal(aoi_add(w, i, 480 + (float)(i % 40),
+    assert_int_equal(test_add(w, i, 480 + (float)(i % 40),
                              480 + (float)(i / 40), 0, AOI_MARKER, ALL, ALL),
                      0);
   /* 1500 enters (the view record), 1500 moves, 1100 leaves */

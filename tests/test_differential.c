@@ -73,6 +73,7 @@
 #include <string.h>
 
 #include "aoi.h"
+#include "support.h"
 #include "internal.h" /* the switch between host-run and worker-run ticks */
 #include "model.h"
 
@@ -442,9 +443,9 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
              id, (double)x, (double)y, (double)radius, flags_word(flags),
              layers, interest);
   int want = model_add(c->m, id, x, y, radius, flags, layers, interest);
-  int got = aoi_add(c->world, id, x, y, radius, flags, layers, interest);
+  int got = test_add(c->world, id, x, y, radius, flags, layers, interest);
   snprintf(call, sizeof call,
-           "aoi_add(%" PRIu64 ", %.9g, %.9g, r %.9g, flags %u, 0x%" PRIx32
+           "test_add(%" PRIu64 ", %.9g, %.9g, r %.9g, flags %u, 0x%" PRIx32
            ", 0x%" PRIx32 ")",
            id, (double)x, (double)y, (double)radius, flags, layers, interest);
   check_code(c, call, got, want);
@@ -852,7 +853,7 @@ static void check_stats(diff_case *c, size_t model_events_count) {
   uint64_t sum = 0;
 
   memset(&stats, 0, sizeof stats);
-  check_code(c, "aoi_stats_get()", aoi_stats_get(c->world, &stats), 0);
+  check_code(c, "aoi_world_stats()", aoi_world_stats(c->world, &stats), 0);
   for (size_t i = 0; i < c->live_count; i++)
     watchers += (c->slots[c->live[i]].flags & AOI_WATCHER) != 0;
   if (stats.tick != c->tick || stats.entities != c->live_count ||

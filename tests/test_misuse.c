@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "aoi.h"
+#include "support.h"
 
 #define WM (AOI_WATCHER | AOI_MARKER)
 #define ALL UINT32_MAX
@@ -92,11 +93,11 @@ static void crowd_step(aoi_world *w, int step, float side)
     float x = (float)(state % 1000) * side / 1000;
     float y = (float)((state >> 20) % 1000) * side / 1000;
     if (step == 0) {
-      assert_int_equal(aoi_add(w, id, x, y, (float)(5 + id % 30),
+      assert_int_equal(test_add(w, id, x, y, (float)(5 + id % 30),
                                id % 7 == 0 ? AOI_MARKER : WM, ALL, ALL), 0);
     } else if (id % 11 == (uint64_t)step % 11) {
       assert_int_equal(aoi_remove(w, id), 0);
-      assert_int_equal(aoi_add(w, id, x, y, 10, WM, ALL, ALL), 0);
+      assert_int_equal(test_add(w, id, x, y, 10, WM, ALL, ALL), 0);
     } else if (id % 3 == (uint64_t)step % 3) {
       assert_int_equal(aoi_move(w, id, x, y), 0);
     }
@@ -124,12 +125,14 @@ static void calls_in_flight_are_busy(void **state)
     aoi_stats st;
     assert_int_equal(aoi_tick_begin(w), AOI_EBUSY);
     assert_int_equal(aoi_tick(w), AOI_EBUSY);
-    assert_int_equal(aoi_add(w, 5000, 1, 1, 1, WM, ALL, ALL), AOI_EBUSY);
+    assert_int_equal(test_add(w, 5000, 1, 1, 1, WM, ALL, ALL), AOI_EBUSY);
     assert_int_equal(aoi_move(w, 1, 50, 50), AOI_EBUSY);
     assert_int_equal(aoi_move_ref(w, one, 50, 50), AOI_EBUSY);
     assert_int_equal(aoi_move_ref(w, 0, NAN, 50), AOI_EBUSY);
     aoi_move_op batch[] = {{1, 50, 50}, {99999, NAN, 0}};
-    assert_int_equal(aoi_move_many(w, batch, 2, NULL), AOI_EBUSY);
+    size_t done = 99;
+    assert_int_equal(aoi_move_many(w, batch, 2, &done), AOI_EBUSY);
+    assert_int_equal(done, 0);
     assert_int_equal(aoi_ref_of(w, 1, &unwritten), AOI_EBUSY);
     assert_int_equal(aoi_ref_of(w, 99999, &unwritten), AOI_EBUSY);
     assert_int_equal(aoi_set_radius(w, 1, 3), AOI_EBUSY);
@@ -145,7 +148,7 @@ static void calls_in_flight_are_busy(void **state)
     assert_int_equal(aoi_watchers_of(w, 1, buffer, 4, &n), AOI_EBUSY);
     assert_int_equal(aoi_query_circle(w, 0, 0, 10, ALL, buffer, 4, &n),
                      AOI_EBUSY);
-    assert_int_equal(aoi_stats_get(w, &st), AOI_EBUSY);
+    assert_int_equal(aoi_world_stats(w, &st), AOI_EBUSY);
     assert_null(e);
     assert_null(ids);
     assert_int_equal(n, 77);
@@ -191,8 +194,8 @@ static void removed_ids(void **state)
 {
   (void)state;
   aoi_world *w = make(2, 4, 100);
-  assert_int_equal(aoi_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 2, 12, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 12, 10, 20, WM, ALL, ALL), 0);
   assert_int_equal(aoi_tick(w), 0);
   assert_int_equal(aoi_remove(w, 1), 0);
   const aoi_event *e;
@@ -234,8 +237,8 @@ static void never_drained(void **state)
       float x = (float)((id * 37 + (uint64_t)step * 13) % 100);
       float y = (float)((id * 61 + (uint64_t)step * 7) % 100);
       if (step == 0) {
-        assert_int_equal(aoi_add(lazy, id, x, y, 25, WM, ALL, ALL), 0);
-        assert_int_equal(aoi_add(eager, id, x, y, 25, WM, ALL, ALL), 0);
+        assert_int_equal(test_add(lazy, id, x, y, 25, WM, ALL, ALL), 0);
+        assert_int_equal(test_add(eager, id, x, y, 25, WM, ALL, ALL), 0);
       } else {
         assert_int_equal(aoi_move(lazy, id, x, y), 0);
         assert_int_equal(aoi_move(eager, id, x, y), 0);
@@ -290,9 +293,9 @@ static void oversubscribed_and_overcut(void **state)
     drain_into(cut, &c);
   }
   aoi_stats st;
-  assert_int_equal(aoi_stats_get(cut, &st), 0);
+  assert_int_equal(aoi_world_stats(cut, &st), 0);
   assert_int_equal(st.shards, 4096);
-  assert_int_equal(aoi_stats_get(many, &st), 0);
+  assert_int_equal(aoi_world_stats(many, &st), 0);
   assert_int_equal(st.threads, threads);
   expect_same(&b, &a);
   expect_same(&c, &a);
@@ -345,7 +348,7 @@ static void ops_after_the_first_need_no_memory(void **state)
   assert_int_equal(aoi_create(&config, &w), 0);
   enum { N = 600 };
   for (uint64_t id = 1; id <= N; id++)
-    assert_int_equal(aoi_add(w, id, (float)(id % 50) * 20,
+    assert_int_equal(test_add(w, id, (float)(id % 50) * 20,
                              (float)(id / 50) * 20, 30,
                              AOI_WATCHER | AOI_MARKER, ~0u, ~0u),
                      0);

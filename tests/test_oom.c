@@ -318,15 +318,15 @@ static void s_add(side *s, uint64_t id, float x, float y, float radius,
   assert_true(id < MAX_ID && s->flags[id] == 0);
   for (;;) {
     long long before = injected(s);
-    int rc = aoi_add(s->w, id, x, y, radius, flags, layers, interest);
+    int rc = test_add(s->w, id, x, y, radius, flags, layers, interest);
     if (failed_oom(s, "aoi_add", rc, before)) {
       if (is_live(s, id))
-        fail_msg("%s: aoi_add(%llu) failed, yet the id is live", where,
+        fail_msg("%s: test_add(%llu) failed, yet the id is live", where,
                  (unsigned long long)id);
       continue;
     }
     if (rc != 0)
-      fail_msg("%s: aoi_add(%llu): %s", where, (unsigned long long)id,
+      fail_msg("%s: test_add(%llu): %s", where, (unsigned long long)id,
                aoi_strerror(rc));
     break;
   }
@@ -434,13 +434,13 @@ static void s_invalid_ops(side *s, uint64_t live, uint64_t dead)
 {
   long long a = attempts(s);
   expect_code(s, "aoi_add of a live id",
-              aoi_add(s->w, live, 1, 1, 1, WM, ALL, ALL), AOI_EEXIST, a);
+              test_add(s->w, live, 1, 1, 1, WM, ALL, ALL), AOI_EEXIST, a);
   expect_code(s, "aoi_add with no flags",
-              aoi_add(s->w, dead, 1, 1, 1, 0, ALL, ALL), AOI_EFLAGS, a);
-  expect_code(s, "aoi_add at NaN", aoi_add(s->w, dead, NAN, 1, 1, WM, ALL, ALL),
+              test_add(s->w, dead, 1, 1, 1, 0, ALL, ALL), AOI_EFLAGS, a);
+  expect_code(s, "aoi_add at NaN", test_add(s->w, dead, NAN, 1, 1, WM, ALL, ALL),
               AOI_ECOORD, a);
   expect_code(s, "aoi_add beyond max_radius",
-              aoi_add(s->w, dead, 1, 1, 2001, WM, ALL, ALL), AOI_ERADIUS, a);
+              test_add(s->w, dead, 1, 1, 2001, WM, ALL, ALL), AOI_ERADIUS, a);
   expect_code(s, "aoi_move of a dead id", aoi_move(s->w, dead, 1, 1),
               AOI_ENOENT, a);
   expect_code(s, "aoi_set_radius of a dead id", aoi_set_radius(s->w, dead, 1),
@@ -480,7 +480,7 @@ static void s_tick(side *s)
       rc = aoi_tick(s->w);
     }
     aoi_stats st;
-    assert_int_equal(aoi_stats_get(s->w, &st), 0);
+    assert_int_equal(aoi_world_stats(s->w, &st), 0);
     if (failed_oom(s, call, rc, before)) {
       if (st.tick == s->tick) {
         /* Not started: the operations stay queued for the next tick. */
@@ -885,8 +885,8 @@ static void expect_converged(side *s, side *ref, uint64_t max_id)
   if (!aoi__world_valid(s->w))
     fail_msg("%s: the world is inconsistent after converging", where);
   aoi_stats a, b;
-  assert_int_equal(aoi_stats_get(s->w, &a), 0);
-  assert_int_equal(aoi_stats_get(ref->w, &b), 0);
+  assert_int_equal(aoi_world_stats(s->w, &a), 0);
+  assert_int_equal(aoi_world_stats(ref->w, &b), 0);
   if (a.tick != b.tick || a.entities != b.entities || a.watchers != b.watchers)
     fail_msg("%s: stats (tick %llu, %llu entities, %llu watchers) differ "
              "from the reference's (%llu, %llu, %llu)",
@@ -1090,8 +1090,8 @@ static void create_fails_cleanly(layout l, long long span, size_t li)
   counter_arm(&c, needed + 1, span);
   assert_int_equal(aoi_create(&config, &w), 0);
   counter_disarm(&c);
-  assert_int_equal(aoi_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0);
-  assert_int_equal(aoi_add(w, 2, 20, 10, 50, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 1, 10, 10, 50, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 20, 10, 50, WM, ALL, ALL), 0);
   assert_int_equal(aoi_tick(w), 0);
   size_t count;
   uint64_t id;

@@ -26,8 +26,8 @@ static void appends_keep_order(void **state)
   for (int round = 0; round < 500; round++) {
     uint32_t n = (uint32_t)(round % 8);
     for (uint32_t i = 0; i < n; i++)
-      batch[i] = (aoi_event){next_id++, (float)i, -(float)i,
-                             (uint32_t)(i % 3), (uint32_t)round};
+      batch[i] = (aoi_event){next_id++, 0, (float)i, -(float)i,
+                             (aoi_event_kind)(i % 3), (uint32_t)round};
     assert_int_equal(aoi__outbox_append(&A, &o, batch, n), 0);
   }
   assert_int_equal(o.count, next_id);
@@ -43,7 +43,7 @@ static void failed_append_changes_nothing(void **state)
 {
   (void)state;
   aoi__outbox o = {0};
-  aoi_event e = {42, 1, 2, AOI_ENTER, 1};
+  aoi_event e = {42, 7, 1, 2, AOI_ENTER, 1};
   assert_int_equal(aoi__outbox_append(&A, &o, &e, 1), 0);
   while (o.count < o.capacity)
     assert_int_equal(aoi__outbox_append(&A, &o, &e, 1), 0);

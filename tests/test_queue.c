@@ -92,10 +92,10 @@ static float home_y(uint64_t id)
 static void add_home(aoi_world *w, uint64_t id)
 {
   unsigned flags = id % 5 == 0 ? AOI_MARKER : id % 7 == 0 ? AOI_WATCHER : WM;
-  int rc = aoi_add(w, id, home_x(id), home_y(id), 30 + (float)(id % 20),
+  int rc = test_add(w, id, home_x(id), home_y(id), 30 + (float)(id % 20),
                    flags, ALL, ALL);
   if (rc != 0)
-    fail_msg("aoi_add(%llu): %s", (unsigned long long)id, aoi_strerror(rc));
+    fail_msg("test_add(%llu): %s", (unsigned long long)id, aoi_strerror(rc));
 }
 
 static void add_crowd(aoi_world *w, unsigned n)
@@ -173,7 +173,7 @@ static void expect_same_views(aoi_world *got, aoi_world *want, unsigned n)
 static uint64_t stats_tick(aoi_world *w)
 {
   aoi_stats st;
-  assert_int_equal(aoi_stats_get(w, &st), 0);
+  assert_int_equal(aoi_world_stats(w, &st), 0);
   return st.tick;
 }
 
@@ -345,7 +345,7 @@ static void test_add_remove_cancel(void **state)
        shards all over the map; and one live id removed and added again. */
     for (unsigned k = 0; k < 100000; k++) {
       uint64_t id = 1000 + k % 3;
-      assert_int_equal(aoi_add(w, id, home_x(k), home_y(k), 40, WM, ALL, ALL),
+      assert_int_equal(test_add(w, id, home_x(k), home_y(k), 40, WM, ALL, ALL),
                        0);
       assert_int_equal(aoi_move(w, id, home_x(k + 1), home_y(k + 1)), 0);
       assert_int_equal(aoi_remove(w, id), 0);
@@ -359,7 +359,7 @@ static void test_add_remove_cancel(void **state)
     assert_int_equal(aoi_pending(w, &ids, &n), 0);
     assert_int_equal(n, 0); /* nobody saw any of them */
     aoi_stats st;
-    assert_int_equal(aoi_stats_get(w, &st), 0);
+    assert_int_equal(aoi_world_stats(w, &st), 0);
     assert_int_equal(st.entities, 200);
     assert_int_equal(st.events, 0);
     aoi_destroy(w);
@@ -390,11 +390,11 @@ static void test_quiet_ticks(void **state)
     tick_ok(w);
     drain_all(w, NULL);
     aoi_stats busy, st;
-    assert_int_equal(aoi_stats_get(w, &busy), 0);
+    assert_int_equal(aoi_world_stats(w, &busy), 0);
     assert_true(busy.events > 0);
     for (int t = 1; t <= 3; t++) {
       tick_ok(w);
-      assert_int_equal(aoi_stats_get(w, &st), 0);
+      assert_int_equal(aoi_world_stats(w, &st), 0);
       assert_int_equal(st.tick, busy.tick + (uint64_t)t);
       assert_int_equal(st.events, 0);
       assert_int_equal(st.handoffs, 0);

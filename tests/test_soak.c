@@ -431,7 +431,7 @@ static void add_body(uint32_t i, int any_class)
   body *b = &S.bodies[i];
   assert_false(b->live);
   spawn(i, any_class);
-  expect_rc(aoi_add(S.world, id_of(i), b->x, b->y, b->radius, b->flags,
+  expect_rc(test_add(S.world, id_of(i), b->x, b->y, b->radius, b->flags,
                     b->layers, b->interest),
             0, "aoi_add");
   b->live = 1;
@@ -509,7 +509,7 @@ static void invalid_call(void)
     break;
   case 1:
     if (live != NONE)
-      expect_rc(aoi_add(S.world, id_of(live), 1, 1, 1, WM, ALL, ALL),
+      expect_rc(test_add(S.world, id_of(live), 1, 1, 1, WM, ALL, ALL),
                 AOI_EEXIST, "aoi_add of a live id");
     break;
   case 2:
@@ -524,7 +524,7 @@ static void invalid_call(void)
     break;
   case 4:
     if (free_id != NONE)
-      expect_rc(aoi_add(S.world, id_of(free_id), 1, 1, 1, 4, ALL, ALL),
+      expect_rc(test_add(S.world, id_of(free_id), 1, 1, 1, 4, ALL, ALL),
                 AOI_EFLAGS, "aoi_add with bad flags");
     break;
   default:
@@ -777,7 +777,7 @@ static void check_counts(void)
 {
   aoi_world *w = S.world;
   aoi_stats st;
-  expect_rc(aoi_stats_get(w, &st), 0, "aoi_stats_get");
+  expect_rc(aoi_world_stats(w, &st), 0, "aoi_stats_get");
   if (st.tick != S.tick || st.entities != S.live || st.watchers != S.watchers)
     soak_fail("stats: tick %llu, %llu entities, %llu watchers; expected "
               "%llu, %u, %u",

@@ -281,10 +281,15 @@ static void crowd_run(const options *o, const scenario *sc, crowd *c)
     entity *e = &c->e[i];
     sc->place(e, &r);
     c->players += (uint32_t)e->player;
-    check(aoi_add(c->world, (uint64_t)i + 1, (float)e->x, (float)e->y,
-                  e->player ? (float)o->radius : 0,
-                  e->player ? AOI_WATCHER | AOI_MARKER : AOI_MARKER, 1,
-                  e->player ? 1 : 0),
+    check(aoi_add(c->world,
+                  &(aoi_entity){
+                      .id = (uint64_t)i + 1,
+                      .x = (float)e->x,
+                      .y = (float)e->y,
+                      .radius = e->player ? (float)o->radius : 0,
+                      .flags = e->player ? AOI_WATCHER | AOI_MARKER : AOI_MARKER,
+                      .layers = 1,
+                      .interest = e->player ? 1u : 0u}),
           "aoi_add");
     if (e->player && o->cap > 0)
       check(aoi_set_cap(c->world, (uint64_t)i + 1, o->cap), "aoi_set_cap");
@@ -299,7 +304,7 @@ static void crowd_run(const options *o, const scenario *sc, crowd *c)
       }
     check(aoi_tick(c->world), "aoi_tick");
     drain_all(c->world);
-    check(aoi_stats_get(c->world, &c->stats), "aoi_stats_get");
+    check(aoi_world_stats(c->world, &c->stats), "aoi_stats_get");
     c->samples[t].tick_ms = (double)c->stats.tick_ns / 1e6;
     for (int p = 0; p < AOI_PHASE_COUNT; p++)
       c->samples[t].phase_ms[p] = (double)c->stats.phase_ns[p] / 1e6;
@@ -493,7 +498,7 @@ static void snapshot(const options *o, crowd *c)
   aoi_shard_info *shards = xcalloc(n, sizeof(aoi_shard_info));
   uint32_t busiest = 1;
   for (unsigned s = 0; s < n; s++) {
-    check(aoi_shard_info_get(c->world, s, &shards[s]), "aoi_shard_info_get");
+    check(aoi_shard(c->world, s, &shards[s]), "aoi_shard_info_get");
     if (shards[s].entities > busiest)
       busiest = shards[s].entities;
   }

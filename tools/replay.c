@@ -203,8 +203,14 @@ static void apply_line(replay *r, const char *text, size_t length,
     return;
   switch (cmd.kind) {
   case TRACE_ADD:
-    rc = aoi_add(world, cmd.id, cmd.x, cmd.y, cmd.radius, cmd.flags,
-                 cmd.layers, cmd.interest);
+    rc = aoi_add(world, &(aoi_entity){.id = cmd.id,
+                                      .tag = cmd.id,
+                                      .x = cmd.x,
+                                      .y = cmd.y,
+                                      .radius = cmd.radius,
+                                      .flags = cmd.flags,
+                                      .layers = cmd.layers,
+                                      .interest = cmd.interest});
     if (rc == 0)
       r->config_locked = 1;
     break;

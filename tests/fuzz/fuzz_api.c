@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "aoi.h"
+#include "support.h"
 #include "model.h"
 
 #define MAX_OPS 2000
@@ -306,7 +307,7 @@ static void op_add(fuzz_run *f, reader *r) {
              id, (double)x, (double)y, (double)radius, flags_word(flags),
              layers, interest);
   int want = model_add(f->m, id, x, y, radius, flags, layers, interest);
-  int got = aoi_add(f->world, id, x, y, radius, flags, layers, interest);
+  int got = test_add(f->world, id, x, y, radius, flags, layers, interest);
   check_code(f, "aoi_add", got, want);
   if (got == 0) {
     slot *s = &f->slots[index];
@@ -483,7 +484,7 @@ static void check_stats(fuzz_run *f, size_t event_count) {
   uint64_t live = 0, watchers = 0;
 
   memset(&stats, 0, sizeof stats);
-  check_code(f, "aoi_stats_get", aoi_stats_get(f->world, &stats), 0);
+  check_code(f, "aoi_stats_get", aoi_world_stats(f->world, &stats), 0);
   for (size_t i = 0; i < ID_COUNT; i++)
     if (f->slots[i].live) {
       live++;

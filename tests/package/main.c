@@ -16,17 +16,21 @@ int main(void)
   aoi_world *world;
   if (aoi_create(&config, &world) != 0)
     return 1;
-  if (aoi_add(world, 1, 10, 10, 50, AOI_WATCHER | AOI_MARKER, ~0u, ~0u) != 0 ||
-      aoi_add(world, 2, 30, 10, 0, AOI_MARKER, ~0u, ~0u) != 0 ||
+  aoi_entity watcher = {.id = 1, .x = 10, .y = 10, .radius = 50,
+                        .flags = AOI_WATCHER | AOI_MARKER,
+                        .layers = AOI_ALL_LAYERS, .interest = AOI_ALL_LAYERS};
+  aoi_entity npc = {.id = 2, .tag = 42, .x = 30, .y = 10,
+                    .flags = AOI_MARKER, .layers = AOI_ALL_LAYERS};
+  if (aoi_add(world, &watcher) != 0 || aoi_add(world, &npc) != 0 ||
       aoi_tick(world) != 0)
     return 1;
   const aoi_event *events;
   size_t count;
   if (aoi_drain(world, 1, &events, &count) != 0 || count != 1 ||
-      events[0].kind != AOI_ENTER || events[0].id != 2)
+      events[0].kind != AOI_ENTER || events[0].id != 2 ||
+      events[0].tag != 42)
     return 1;
   printf("aoi %s: watcher 1 saw %llu enter\n", aoi_version_string(),
          (unsigned long long)events[0].id);
-  aoi_destroy(world);
-  return 0;
+  return aoi_destroy(world) == 0 ? 0 : 1;
 }
