@@ -676,7 +676,7 @@ static void test_create_accepts_edge_config(void **state)
 static void test_destroy_null(void **state)
 {
   (void)state;
-  aoi_destroy(NULL);
+  assert_int_equal(aoi_destroy(NULL), 0);
 }
 
 static void test_null_arguments(void **state)
@@ -705,6 +705,11 @@ static void test_null_arguments(void **state)
   assert_int_equal(aoi_view(NULL, 1, buffer, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_watchers_of(NULL, 1, buffer, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_world_stats(NULL, &stats), AOI_EINVAL);
+  assert_int_equal(aoi_set_tag(NULL, 1, 1), AOI_EINVAL);
+  assert_int_equal(aoi_add(NULL, NULL), AOI_EINVAL);
+  aoi_shard_info info;
+  assert_int_equal(aoi_shard(NULL, 0, &info), AOI_EINVAL);
+  assert_int_equal(aoi_shard_ghosts(NULL, 0, buffer, 4, &count), AOI_EINVAL);
   /* NULL world wins over everything else that is wrong. */
   assert_int_equal(test_add(NULL, 1, NAN, 0, -1, 0, ALL, ALL), AOI_EINVAL);
   assert_int_equal(aoi_move(NULL, 1, NAN, NAN), AOI_EINVAL);
@@ -723,6 +728,10 @@ static void test_null_arguments(void **state)
   assert_int_equal(aoi_pending(w, &ids, NULL), AOI_EINVAL);
   assert_int_equal(aoi_world_stats(w, NULL), AOI_EINVAL);
   assert_int_equal(aoi_ref_of(w, 1, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_add(w, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_shard(w, 0, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_shard_ghosts(w, 0, buffer, 4, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_shard_ghosts(w, 0, NULL, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, buffer, 4, NULL), AOI_EINVAL);
   assert_int_equal(aoi_view(w, 1, NULL, 4, &count), AOI_EINVAL);
   assert_int_equal(aoi_watchers_of(w, 1, buffer, 4, NULL), AOI_EINVAL);
@@ -2966,10 +2975,142 @@ static void test_relayout_tick_out_of_memory(void **state)
   }
 }
 
+/* Every uint64_t is an id: 0 and UINT64_MAX are entities like any other,
+   seen, moved, tagged, removed and added again, on every layout. */
+static void test_edge_ids(void **state)
+{
+  (void)state;
+  static const layout edges[] = {{1, 1}, {2, 3}, {3, 7}};
+  for (size_t l = 0; l < sizeof(edges) / sizeof(edges[0]); l++) {
+    aoi_world *w = world_for(edges[l], 50);
+    const uint64_t lo = 0, hi = UINT64_MAX;
+    assert_int_equal(test_add(w, lo, 10, 10, 20, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, hi, 15, 10, 20, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, lo, 1, 1, 1, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(test_add(w, hi, 1, 1, 1, WM, ALL, ALL), AOI_EEXIST);
+    assert_int_equal(aoi_tick(w), 0);
+    const record tick1[] = {{lo, {hi, 0, 15, 10, AOI_ENTER, 1}}};
+    expect_drain(w, lo, tick1, 1);
+    const record tick1b[] = {{hi, {lo, 0, 10, 10, AOI_ENTER, 1}}};
+    expect_drain(w, hi, tick1b, 1);
+    uint64_t ids[2];
+    size_t n;
+    assert_int_equal(aoi_view(w, lo, ids, 2, &n), 0);
+    assert_int_equal(n, 1);
+    assert_true(ids[0] == hi);
+    assert_int_equal(aoi_move(w, hi, 16, 11), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const record tick2[] = {{lo, {hi, 0, 16, 11, AOI_MOVE, 2}}};
+    expect_drain(w, lo, tick2, 1);
+    assert_int_equal(aoi_remove(w, hi), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const record tick3[] = {{lo, {hi, 0, 0, 0, AOI_LEAVE, 3}}};
+    expect_drain(w, lo, tick3, 1);
+    assert_int_equal(aoi_move(w, hi, 1, 1), AOI_ENOENT);
+    assert_int_equal(test_add(w, hi, 12, 10, 20, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const record tick4[] = {{lo, {hi, 0, 12, 10, AOI_ENTER, 4}}};
+    expect_drain(w, lo, tick4, 1);
+    assert_int_equal(aoi_destroy(w), 0);
+  }
+}
+
+/* A marker-only entity has no view: its radius is checked like any
+   radius (AOI_ERADIUS above max_radius) and kept, but it sees nothing,
+   gets no events, and a new radius changes none of that; it is seen by
+   watchers within their own radius, whatever its own. */
+static void test_marker_radius_unused(void **state)
+{
+  (void)state;
+  aoi_world *w = world_for((layout){2, 3}, 50);
+  assert_int_equal(test_add(w, 1, 10, 10, 51, AOI_MARKER, ALL, ALL),
+                   AOI_ERADIUS);
+  assert_int_equal(test_add(w, 1, 10, 10, 50, AOI_MARKER, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 3, 40, 10, 5, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  uint64_t ids[4];
+  size_t n = 77;
+  assert_int_equal(aoi_view(w, 1, ids, 4, &n), 0);
+  assert_int_equal(n, 0);
+  const aoi_event *events;
+  assert_int_equal(aoi_drain(w, 1, &events, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(aoi_watchers_of(w, 1, ids, 4, &n), 0);
+  assert_int_equal(n, 1); /* 2 sees it; 3, 30 away, does not */
+  assert_int_equal(ids[0], 2);
+  assert_int_equal(aoi_set_radius(w, 1, 0), 0);
+  assert_int_equal(aoi_set_radius(w, 1, 51), AOI_ERADIUS);
+  assert_int_equal(aoi_move(w, 3, 39, 10), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_view(w, 1, ids, 4, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(aoi_drain(w, 1, &events, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(aoi_destroy(w), 0);
+}
+
+/* A tag set after the add, or changed, is the one delivered from then on,
+   with the watcher and in every event about the entity; it takes no tick
+   and queues nothing. */
+static void deliver_tags(void *user, uint64_t watcher, uint64_t tag,
+                         const aoi_event *events, size_t count)
+{
+  uint64_t *seen = user; /* [watcher tag, event tags...] for watcher 1 */
+  if (watcher != 1)
+    return;
+  seen[0] = tag;
+  for (size_t i = 0; i < count && i < 3; i++)
+    seen[1 + i] = events[i].tag;
+}
+
+static void test_tags(void **state)
+{
+  (void)state;
+  aoi_world *w = world_for((layout){2, 2}, 50);
+  assert_int_equal(aoi_add(w, &(aoi_entity){.id = 1, .tag = 100, .x = 10,
+                                            .y = 10, .radius = 20,
+                                            .flags = WM, .layers = ALL,
+                                            .interest = ALL}),
+                   0);
+  assert_int_equal(aoi_add(w, &(aoi_entity){.id = 2, .tag = 200, .x = 12,
+                                            .y = 10, .flags = AOI_MARKER,
+                                            .layers = ALL}),
+                   0);
+  assert_int_equal(aoi_set_tag(w, 2, 201), 0); /* before its first tick */
+  assert_int_equal(aoi_set_tag(w, 3, 1), AOI_ENOENT);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_set_tag(w, 1, 101), 0); /* after the tick */
+  uint64_t seen[4] = {0};
+  for (unsigned g = 0; g < aoi_delivery_segments(w); g++)
+    assert_int_equal(aoi_deliver(w, g, deliver_tags, seen), 0);
+  assert_true(seen[0] == 101 && seen[1] == 201);
+  assert_int_equal(aoi_move(w, 2, 13, 10), 0);
+  assert_int_equal(aoi_set_tag(w, 2, 202), 0);
+  assert_int_equal(aoi_remove(w, 1), 0);
+  assert_int_equal(test_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_set_tag(w, 1, 102), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  const aoi_event *events;
+  size_t n;
+  assert_int_equal(aoi_drain(w, 1, &events, &n), 0);
+  assert_int_equal(n, 1); /* a new watcher: 2 enters */
+  assert_true(events[0].tag == 202);
+  assert_int_equal(aoi_remove(w, 2), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_drain(w, 1, &events, &n), 0);
+  assert_int_equal(n, 1); /* a removed entity's leave keeps its tag */
+  assert_true(events[0].kind == AOI_LEAVE && events[0].tag == 202);
+  assert_int_equal(aoi_destroy(w), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_default),
+      cmocka_unit_test(test_edge_ids),
+      cmocka_unit_test(test_marker_radius_unused),
+      cmocka_unit_test(test_tags),
       cmocka_unit_test(test_create_rejects_bad_config),
 #ifdef __linux__
       cmocka_unit_test(test_pin_threads),

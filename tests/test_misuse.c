@@ -14,6 +14,10 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -386,6 +390,225 @@ static void ops_after_the_first_need_no_memory(void **state)
   aoi_destroy(w);
 }
 
+/* ---- delivery: re-entrant calls and two threads on one segment --------- */
+
+/* What the re-entrant callback saw: each call it made, by the line of its
+   first result other than AOI_EBUSY (0: none), and whether any out-
+   parameter was written. */
+typedef struct reentry {
+  aoi_world *world;
+  aoi_ref ref;
+  int wrong_line;
+  bool wrote;
+  stream *got;
+} reentry;
+
+static void deliver_noop(void *user, uint64_t watcher, uint64_t tag,
+                         const aoi_event *events, size_t count)
+{
+  (void)user, (void)watcher, (void)tag, (void)events, (void)count;
+}
+
+#define REENTER(r, call)                                                      \
+  do {                                                                        \
+    if ((call) != AOI_EBUSY && (r)->wrong_line == 0)                          \
+      (r)->wrong_line = __LINE__;                                             \
+  } while (0)
+
+/* Calls every function on its own world from inside the callback; each
+   must be refused, change nothing and write nothing. */
+static void deliver_reentering(void *user, uint64_t watcher, uint64_t tag,
+                               const aoi_event *events, size_t count)
+{
+  reentry *r = user;
+  aoi_world *w = r->world;
+  uint64_t ids[4] = {0};
+  size_t n = 77, done = 77;
+  const aoi_event *e = NULL;
+  const uint64_t *pending = NULL;
+  aoi_ref ref = 77;
+  aoi_stats st = {0};
+  aoi_shard_info info = {0};
+  aoi_move_op op = {1, 5, 5};
+  REENTER(r, aoi_tick(w));
+  REENTER(r, aoi_tick_begin(w));
+  REENTER(r, aoi_tick_poll(w));
+  REENTER(r, aoi_tick_end(w));
+  REENTER(r, aoi_destroy(w));
+  REENTER(r, test_add(w, 9999, 1, 1, 1, WM, ALL, ALL));
+  REENTER(r, aoi_move(w, 1, 5, 5));
+  REENTER(r, aoi_move_many(w, &op, 1, &done));
+  REENTER(r, aoi_move_ref(w, r->ref, 5, 5));
+  REENTER(r, aoi_ref_of(w, 1, &ref));
+  REENTER(r, aoi_set_radius(w, 1, 3));
+  REENTER(r, aoi_set_layers(w, 1, 1, 1));
+  REENTER(r, aoi_set_appeal(w, 1, 3));
+  REENTER(r, aoi_set_cap(w, 1, 3));
+  REENTER(r, aoi_set_tag(w, 1, 3));
+  REENTER(r, aoi_remove(w, 1));
+  REENTER(r, aoi_drain(w, watcher, &e, &n));
+  REENTER(r, aoi_pending(w, &pending, &n));
+  REENTER(r, aoi_deliver(w, 0, deliver_noop, NULL));
+  REENTER(r, aoi_deliver(w, 1, deliver_noop, NULL));
+  REENTER(r, aoi_query_circle(w, 50, 50, 10, ALL, ids, 4, &n));
+  REENTER(r, aoi_view(w, watcher, ids, 4, &n));
+  REENTER(r, aoi_watchers_of(w, watcher, ids, 4, &n));
+  REENTER(r, aoi_world_stats(w, &st));
+  REENTER(r, aoi_shard(w, 0, &info));
+  REENTER(r, aoi_shard_ghosts(w, 0, ids, 4, &n));
+  if (n != 77 || done != 0 || e != NULL || pending != NULL || ref != 77 ||
+      st.tick != 0 || info.worker != 0 || ids[0] != 0)
+    r->wrote = true;
+  (void)tag;
+  for (size_t j = 0; j < count; j++) {
+    uint32_t xb, yb;
+    memcpy(&xb, &events[j].x, 4);
+    memcpy(&yb, &events[j].y, 4);
+    stream_push(r->got, watcher);
+    stream_push(r->got, events[j].id);
+    stream_push(r->got, ((uint64_t)events[j].kind << 32) | events[j].tick);
+    stream_push(r->got, ((uint64_t)xb << 32) | yb);
+  }
+}
+
+/* The events of every watcher, in id order, from a stream of deliveries
+   (which come in worker order): sorted by watcher, each watcher's events
+   kept in their order. */
+static void sort_by_watcher(stream *s)
+{
+  size_t n = s->count / 4;
+  uint64_t *sorted = malloc(sizeof(uint64_t) * s->count + 1);
+  assert_non_null(sorted);
+  size_t at = 0;
+  uint64_t last = 0;
+  for (;;) {
+    uint64_t next = UINT64_MAX;
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+      if ((at == 0 || s->words[4 * i] > last) && s->words[4 * i] <= next) {
+        next = s->words[4 * i];
+        any = true;
+      }
+    if (!any)
+      break;
+    for (size_t i = 0; i < n; i++)
+      if (s->words[4 * i] == next) {
+        memcpy(&sorted[at], &s->words[4 * i], 4 * sizeof(uint64_t));
+        at += 4;
+      }
+    last = next;
+  }
+  assert_int_equal(at, s->count);
+  memcpy(s->words, sorted, sizeof(uint64_t) * s->count);
+  free(sorted);
+}
+
+/* A delivery callback that calls back into its world is refused with
+   AOI_EBUSY by every call, nothing changes, and the events delivered are
+   exactly those of a world delivered without it. */
+static void calls_from_a_callback_are_busy(void **state)
+{
+  (void)state;
+  aoi_world *w = make(2, 5, 100), *ref = make(1, 1, 100);
+  stream got = {0}, want = {0};
+  reentry r = {w, 0, 0, false, &got};
+  for (int step = 0; step < 12; step++) {
+    crowd_step(w, step, 100);
+    crowd_step(ref, step, 100);
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_tick(ref), 0);
+    assert_int_equal(aoi_ref_of(w, 2, &r.ref), 0);
+    size_t before = got.count;
+    for (unsigned g = 0; g < aoi_delivery_segments(w); g++)
+      assert_int_equal(aoi_deliver(w, g, deliver_reentering, &r), 0);
+    stream step_got = {got.words + before, got.count - before, 0};
+    sort_by_watcher(&step_got);
+    drain_into(ref, &want);
+    if (r.wrong_line != 0)
+      fail_msg("a call from the callback was not refused: line %d",
+               r.wrong_line);
+    assert_false(r.wrote);
+  }
+  expect_same(&got, &want);
+  assert_int_equal(aoi_destroy(w), 0);
+  assert_int_equal(aoi_destroy(ref), 0);
+  free(got.words);
+  free(want.words);
+}
+
+/* Two threads on one segment: the first delivers; the second, arriving
+   while the first is inside its callback, is refused with AOI_EBUSY, and
+   so is every other call but the delivery of another segment. Each
+   watcher is delivered exactly once. */
+typedef struct holder {
+  aoi_world *world;
+  atomic_int inside, release;
+  atomic_int calls; /* callbacks made, on every thread */
+  atomic_int watchers[200];
+} holder;
+
+static void deliver_holding(void *user, uint64_t watcher, uint64_t tag,
+                            const aoi_event *events, size_t count)
+{
+  holder *h = user;
+  (void)tag, (void)events, (void)count;
+  if (watcher < 200)
+    atomic_fetch_add(&h->watchers[watcher], 1);
+  if (atomic_fetch_add(&h->calls, 1) == 0) {
+    atomic_store(&h->inside, 1);
+    while (atomic_load(&h->release) == 0)
+      sched_yield();
+  }
+}
+
+static void *deliver_segment_0(void *arg)
+{
+  holder *h = arg;
+  intptr_t rc = aoi_deliver(h->world, 0, deliver_holding, h);
+  return (void *)rc;
+}
+
+static void one_segment_two_threads(void **state)
+{
+  (void)state;
+  aoi_world *w = make(2, 4, 100);
+  for (int step = 0; step < 4; step++) {
+    crowd_step(w, step, 100);
+    assert_int_equal(aoi_tick(w), 0);
+    holder *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    h->world = w;
+    const uint64_t *ids;
+    size_t pending;
+    assert_int_equal(aoi_pending(w, &ids, &pending), 0);
+    assert_true(pending > 0);
+    pthread_t first;
+    assert_int_equal(pthread_create(&first, NULL, deliver_segment_0, h), 0);
+    /* segment 0 may have no watcher this tick: then it returns at once */
+    while (atomic_load(&h->inside) == 0 && atomic_load(&h->calls) == 0)
+      sched_yield();
+    if (atomic_load(&h->inside)) {
+      assert_int_equal(aoi_deliver(w, 0, deliver_holding, h), AOI_EBUSY);
+      assert_int_equal(aoi_move(w, 1, 3, 3), AOI_EBUSY);
+      assert_int_equal(aoi_tick(w), AOI_EBUSY);
+      assert_int_equal(aoi_destroy(w), AOI_EBUSY);
+      /* another segment may be delivered at the same time */
+      assert_int_equal(aoi_deliver(w, 1, deliver_holding, h), 0);
+    }
+    atomic_store(&h->release, 1);
+    void *rc;
+    assert_int_equal(pthread_join(first, &rc), 0);
+    assert_int_equal((intptr_t)rc, 0);
+    assert_int_equal(aoi_deliver(w, 1, deliver_holding, h), 0);
+    /* every pending watcher exactly once */
+    for (size_t i = 0; i < pending; i++)
+      assert_int_equal(atomic_load(&h->watchers[ids[i]]), 1);
+    assert_int_equal(atomic_load(&h->calls), (int)pending);
+    free(h);
+  }
+  assert_int_equal(aoi_destroy(w), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -395,6 +618,8 @@ int main(void)
       cmocka_unit_test(never_drained),
       cmocka_unit_test(oversubscribed_and_overcut),
       cmocka_unit_test(ops_after_the_first_need_no_memory),
+      cmocka_unit_test(calls_from_a_callback_are_busy),
+      cmocka_unit_test(one_segment_two_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
