@@ -191,7 +191,8 @@ typedef struct aoi_entity {
   uint64_t id;
   /* The host's own value (an index, a pointer cast to an integer), handed
      back with every event about this entity and, for a watcher, with its
-     deliveries. The library never reads it. */
+     deliveries (aoi_set_tag says which value). The library never reads
+     it. */
   uint64_t tag;
   float x, y;
   /* The view radius: 0 <= radius <= max_radius. A marker-only entity has
@@ -236,9 +237,10 @@ AOI_EXPORT int aoi_set_appeal(aoi_world *world, uint64_t id, float appeal);
    `cap` markers, the nearest (docs/trace-format.md has the exact key).
    0 = no cap, the default at aoi_add. */
 AOI_EXPORT int aoi_set_cap(aoi_world *world, uint64_t id, uint32_t cap);
-/* Sets the tag of a live entity (aoi_entity.tag). It takes effect at once,
-   not at the next tick: events delivered from now on carry it. Never
-   allocates. */
+/* Sets the tag of a live entity (aoi_entity.tag). Like every operation it
+   takes effect at the next tick: an event carries the tag its entity had
+   at the tick that made it, and a delivery the watcher's as of the last
+   tick. Never allocates. */
 AOI_EXPORT int aoi_set_tag(aoi_world *world, uint64_t id, uint64_t tag);
 /* Removes a live entity. Its watchers get `leave` at the next tick. If it
    is a watcher, its undelivered events are dropped now. */

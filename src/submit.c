@@ -60,7 +60,8 @@ typedef struct handle_tables {
   aoi__mark *mark;
   float *appeal;
   aoi__outbox *outbox;
-  uint64_t *tag;
+  uint64_t *tag, *tag_next;
+  uint32_t *tag_queued;
   uint32_t *event_at, *queued, *generation, *released,
       *backlog, *assigned;
   uint8_t *handle_bits;
@@ -87,6 +88,8 @@ static size_t handle_block(uint32_t cap, char *block, handle_tables *t)
   TABLE(appeal, float);
   TABLE(outbox, aoi__outbox);
   TABLE(tag, uint64_t);
+  TABLE(tag_next, uint64_t);
+  TABLE(tag_queued, uint32_t);
   TABLE(event_at, uint32_t);
   TABLE(queued, uint32_t);
   TABLE(generation, uint32_t);
@@ -188,6 +191,9 @@ static int reserve_handle(aoi_world *w)
     memcpy(t.appeal, w->appeal, sizeof(*t.appeal) * old);
     memcpy(t.outbox, w->outbox, sizeof(*t.outbox) * old);
     memcpy(t.tag, w->tag, sizeof(*t.tag) * old);
+    memcpy(t.tag_next, w->tag_next, sizeof(*t.tag_next) * old);
+    memcpy(t.tag_queued, w->tag_queued,
+           sizeof(*t.tag_queued) * w->tag_queued_count);
     memcpy(t.event_at, w->event_at, sizeof(*t.event_at) * old);
     memcpy(t.queued, w->queued, sizeof(*t.queued) * old);
     memcpy(t.generation, w->generation, sizeof(*t.generation) * old);
@@ -205,6 +211,7 @@ static int reserve_handle(aoi_world *w)
   memset(t.appeal + old, 0, sizeof(*t.appeal) * (cap - old));
   memset(t.outbox + old, 0, sizeof(*t.outbox) * (cap - old));
   memset(t.tag + old, 0, sizeof(*t.tag) * (cap - old));
+  memset(t.tag_next + old, 0, sizeof(*t.tag_next) * (cap - old));
   memset(t.event_at + old, 0, sizeof(*t.event_at) * (cap - old));
   memset(t.queued + old, 0xff, sizeof(*t.queued) * (cap - old));
   for (uint32_t h = old; h < cap; h++)
@@ -217,6 +224,8 @@ static int reserve_handle(aoi_world *w)
   w->appeal = t.appeal;
   w->outbox = t.outbox;
   w->tag = t.tag;
+  w->tag_next = t.tag_next;
+  w->tag_queued = t.tag_queued;
   w->event_at = t.event_at;
   w->queued = t.queued;
   w->generation = t.generation;
@@ -455,7 +464,9 @@ int aoi_add(aoi_world *w, const aoi_entity *d)
   e->shard = shard;
   w->outbox[h].count = 0;
   w->mark[h].id = d->id;
-  w->tag[h] = d->tag;
+  /* (no event can name the handle's last entity now: its leaves were
+     laid out before the tick that freed the handle) */
+  w->tag[h] = w->tag_next[h] = d->tag;
   w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_GONE;
   aoi__idmap_put(&w->ids, d->id, h);
   add_count(w, d->flags, d->radius);
@@ -658,7 +669,13 @@ int aoi_set_tag(aoi_world *w, uint64_t id, uint64_t tag)
   int rc = find_handle(w, id, &h);
   if (rc != 0)
     return rc;
-  w->tag[h] = tag; /* (read at delivery; no record needed) */
+  /* The tag is the host's alone: it waits beside the handle, not in a
+     record, and the next tick makes it the one delivered (tick.c). */
+  w->tag_next[h] = tag;
+  if (!(w->handle_bits[h] & AOI__HANDLE_TAG)) {
+    w->handle_bits[h] |= AOI__HANDLE_TAG;
+    w->tag_queued[w->tag_queued_count++] = h;
+  }
   return 0;
 }
 

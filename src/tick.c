@@ -115,6 +115,18 @@ static uint64_t mean_view(const aoi_world *w)
   return n > 0 ? sum / n : 0;
 }
 
+/* The tags aoi_set_tag gave since the last tick become the ones this
+   tick's events carry. */
+static void apply_tags(aoi_world *w)
+{
+  for (uint32_t i = 0; i < w->tag_queued_count; i++) {
+    uint32_t h = w->tag_queued[i];
+    w->tag[h] = w->tag_next[h];
+    w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_TAG;
+  }
+  w->tag_queued_count = 0;
+}
+
 /* aoi_tick_begin; `blocking` when aoi_tick calls it. */
 static int tick_begin(aoi_world *w, bool blocking)
 {
@@ -160,6 +172,7 @@ static int tick_begin(aoi_world *w, bool blocking)
         return rc;
     }
   /* From here on nothing can fail before the workers run. */
+  apply_tags(w);
   if (relayout)
     aoi__commit_relayout(w);
   w->command.relayout = relayout;

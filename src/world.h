@@ -595,9 +595,11 @@ typedef struct aoi__worker {
 /* The host's record of a handle (its id is in its mark). */
 #define AOI__LIVE 4u
 /* world->handle_bits: in the backlog list; removed, and not taken again
-   since (its record of the last tick, if any, is dead: aoi__segment) */
+   since (its record of the last tick, if any, is dead: aoi__segment); a
+   new tag waits in tag_next for the next tick */
 #define AOI__HANDLE_BACKLOG 1u
 #define AOI__HANDLE_GONE 2u
+#define AOI__HANDLE_TAG 4u
 typedef struct aoi__host_entity {
   uint64_t born;  /* the tick that first applies it */
   float radius;
@@ -655,7 +657,12 @@ struct aoi_world {
   uint32_t *generation;    /* per handle: the generation of its live
                               entity's aoi_ref, bumped when the entity is
                               removed; 0 once retired (submit.c) */
-  uint64_t *tag;           /* per handle: the host's tag (aoi_entity) */
+  /* Per handle: the host's tag (aoi_entity), as of the last tick, which
+     delivery hands out; the one aoi_set_tag gave since, for the next tick
+     (tick.c), the handles that have one listed in tag_queued. */
+  uint64_t *tag, *tag_next;
+  uint32_t *tag_queued;
+  uint32_t tag_queued_count;
   uint64_t ref_key;        /* this world's key for its references (odd) */
   uint64_t ref_inverse;    /* ref_key's inverse modulo 2^64 */
   /* Released handles, one ring of handle_capacity (no handle is in it

@@ -45,6 +45,13 @@
  * from a generator of its own, so the stream of operations is the same as
  * without references.
  *
+ * Tags: every add gives the entity test_tag(id), and from the same
+ * generator as the references, about one move in twelve first sets a
+ * random slot's tag (aoi_set_tag: AOI_ENOENT for one that is not live).
+ * Every event must carry its entity's tag as of the tick that made it: a
+ * leave of an entity removed since the last tick the last tag it was
+ * given, anything else the slot's tag as of the tick.
+ *
  * The operations depend on the seed and shape only, so every layout of a
  * seed replays the same stream. On a failure the stream so far is written as
  * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
@@ -133,6 +140,10 @@ typedef struct slot {
   uint32_t life;    /* successful adds of this id so far */
   aoi_ref ref;      /* the reference taken last (0: none), in ... */
   uint32_t ref_life; /* ... this life: stale unless live in the same */
+  uint64_t tag;      /* as of the last tick */
+  uint64_t tag_next; /* as set since, for the next tick */
+  uint64_t gone_tag; /* the last tag of the entity removed since it */
+  int removed;       /* an entity of this id was removed since it */
 } slot;
 
 /* An outbox drained this round: the borrowed events and where their copy
@@ -458,6 +469,7 @@ static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
     s->x = x;
     s->y = y;
     s->radius = radius;
+    s->tag_next = test_tag(id);
   }
   return want;
 }
@@ -506,8 +518,24 @@ static aoi_ref ref_for_move(diff_case *c, slot *s, uint64_t id, float x,
   return s != NULL ? s->ref : 0;
 }
 
+/* Now and then, from the references' generator (so the stream of other
+   operations stays the same), a new tag for a random slot. */
+static void maybe_set_tag(diff_case *c) {
+  if (c->slot_count == 0 || !rng_chance(&c->ref_rng, 1.0 / 12))
+    return;
+  slot *s = &c->slots[rng_below(&c->ref_rng, c->slot_count)];
+  uint64_t tag = rng_next(&c->ref_rng);
+  char call[64];
+  snprintf(call, sizeof call, "aoi_set_tag(%" PRIu64 ")", s->id);
+  check_code(c, call, aoi_set_tag(c->world, s->id, tag),
+             s->live ? 0 : AOI_ENOENT);
+  if (s->live)
+    s->tag_next = tag;
+}
+
 static int op_move(diff_case *c, uint64_t id, float x, float y) {
   char call[128];
+  maybe_set_tag(c);
   trace_line(c, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(c->m, id, x, y);
   slot *s = slot_of(c, id);
@@ -568,9 +596,20 @@ static int op_remove(diff_case *c, uint64_t id) {
   snprintf(call, sizeof call, "aoi_remove(%" PRIu64 ")", id);
   check_code(c, call, got, want);
   slot *s = slot_of(c, id);
-  if (want == 0 && s != NULL)
+  if (want == 0 && s != NULL) {
     set_live(c, s, 0);
+    if (!s->removed) /* (a later one was added since: never seen) */
+      s->gone_tag = s->tag_next;
+    s->removed = 1;
+  }
   return want;
+}
+
+/* The tag event e of the tick just made must carry (see the top). */
+static uint64_t expected_tag(diff_case *c, const aoi_event *e) {
+  slot *s = slot_of(c, e->id);
+  assert_non_null(s);
+  return e->kind == AOI_LEAVE && s->removed ? s->gone_tag : s->tag;
 }
 
 static int op_appeal(diff_case *c, uint64_t id, float appeal) {
@@ -726,7 +765,8 @@ static void describe_event(char *out, size_t size, const aoi_event *e) {
 
 static int same_event(const aoi_event *a, const aoi_event *b) {
   /* Positions bit for bit: -0 and 0 print differently. */
-  return a->id == b->id && a->kind == b->kind && a->tick == b->tick &&
+  return a->id == b->id && a->tag == b->tag && a->kind == b->kind &&
+         a->tick == b->tick &&
          memcmp(&a->x, &b->x, sizeof a->x) == 0 &&
          memcmp(&a->y, &b->y, sizeof a->y) == 0;
 }
@@ -891,11 +931,19 @@ static void do_tick(diff_case *c) {
   c->tick++;
   c->after_tick = 1;
   size_t count = model_events(c->m, &events);
+  if (got == 0)
+    for (size_t i = 0; i < c->slot_count; i++)
+      c->slots[i].tag = c->slots[i].tag_next;
   for (size_t i = 0; i < count; i++) {
     slot *s = slot_of(c, events[i].watcher);
     assert_non_null(s);
-    push_expected(s, &events[i].event);
+    aoi_event e = events[i].event;
+    e.tag = expected_tag(c, &e);
+    push_expected(s, &e);
   }
+  if (got == 0)
+    for (size_t i = 0; i < c->slot_count; i++)
+      c->slots[i].removed = 0;
   /* 0: drain all, 1: none (outboxes accumulate), 2: some. */
   size_t u = rng_below(&c->rng, 20);
   check_outboxes(c, u < 14 ? 0 : u < 17 ? 1 : 2);

@@ -634,6 +634,10 @@ static void s_drain(side *s)
       fail_msg("%s: pending watcher %llu had no events", where,
                (unsigned long long)ids[i]);
     for (size_t j = 0; j < count; j++) {
+      if (events[j].tag != test_tag(events[j].id))
+        fail_msg("%s: watcher %llu: an event of %llu with another's tag",
+                 where, (unsigned long long)ids[i],
+                 (unsigned long long)events[j].id);
       picture_apply(s, ids[i], &events[j]);
       if (s->recording)
         records_push(&s->log, ids[i], &events[j]);
