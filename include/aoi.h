@@ -22,7 +22,8 @@
  *  4. A delivery callback must not call into its world: such a call
  *     returns AOI_EBUSY and changes nothing.
  *  5. Different worlds are independent. aoi_version, aoi_version_string,
- *     aoi_strerror and aoi_config_default may be called from any thread.
+ *     aoi_strerror and aoi_config_default may be called from any thread,
+ *     and aoi_delivery_segments at any time while the world lives.
  *
  * Errors: a call returns 0 or a negative AOI_E* code. One that fails
  * changes nothing and writes no out-parameter, except where its comment

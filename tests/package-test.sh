@@ -18,6 +18,7 @@ cmake -S "$source/tests/package" -B "$tmp/consumer" \
 cmake --build "$tmp/consumer" >/dev/null
 LD_LIBRARY_PATH=$libdir "$tmp/consumer/consumer"
 "$tmp/consumer/consumer_static"
+LD_LIBRARY_PATH=$libdir "$tmp/consumer/minimal" >/dev/null
 # The shared one really is linked against the installed SONAME.
 soname=$(objdump -p "$tmp/consumer/consumer" | awk '/NEEDED/ && /libaoi/ {print $2}')
 test -n "$soname"
@@ -27,7 +28,10 @@ test -e "$libdir/$soname"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 "$source/tests/package/main.c" -o "$tmp/pc" $(pkg-config --cflags --libs aoi)
 LD_LIBRARY_PATH=$libdir "$tmp/pc"
+cc -std=c11 "$source/examples/minimal.c" -o "$tmp/minimal" \
+  $(pkg-config --cflags --libs aoi)
+LD_LIBRARY_PATH=$libdir "$tmp/minimal" >/dev/null
 cc -std=c11 -DAOI_STATIC "$source/tests/package/main.c" -o "$tmp/pc_static" \
   $(pkg-config --cflags aoi) "$libdir/libaoi.a" $(pkg-config --static --libs-only-l aoi | sed 's/-laoi//')
 "$tmp/pc_static"
-echo "package: cmake (shared, static) and pkg-config (shared, static) consumers ran"
+echo "package: cmake (shared, static) and pkg-config (shared, static) consumers and examples/minimal.c ran"
