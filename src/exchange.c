@@ -16,7 +16,7 @@
  * could see is then in that shard, owned or ghosted. Each departure this
  * tick's ops made (where a marker that moved or was removed stood at the
  * end of the last tick) goes the same way to every other shard near where
- * it stood; this one's grid reads its own in place (compute.c).
+ * it stood; this one's grid reads its own in place (index.c).
  *
  * A shard that misses a ghost (out of memory, here or in a peer's batch)
  * is degraded for the tick: its watchers keep their views and get no
@@ -254,7 +254,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   }
   /* A departure serves the unchanged watchers that held the marker, which
      saw it by their own radius: a watcher that sees one by its appeal is
-     computed whole every tick (compute.c). Where it stood may lie outside
+     computed whole every tick (scan.c). Where it stood may lie outside
      this shard's rectangle when the cuts moved: every far shard. */
   for (uint32_t i = 0; i < s->departed_count; i++)
     send_around(k, s->departed[i], -1, rect, k->far, k->far_count,

@@ -14,7 +14,7 @@
  * and no pick names leaves, and the rest enter. A far-sighted one
  * (aoi__far_sighted) picks from every handle's mark instead, as its shard
  * holds no ghosts for it (aoi__compute_capped_far). The other policy watchers
- * (appeals, move bands) take compute.c's whole scan. aoi__find_appeals
+ * (appeals, move bands) take scan.c's whole scan. aoi__find_appeals
  * lists, per watcher, the markers whose appeal reaches it from beyond its
  * radius.
  */
@@ -431,7 +431,7 @@ static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
    reach (but those whose appeal is larger, which aoi__find_appeals listed)
    and those that reach it by their appeal, the cap nearest; with move
    bands, the moves its bands allow this tick. Events and failures as
-   compute_whole. */
+   aoi__compute_whole (scan.c). */
 int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick)
