@@ -8,8 +8,8 @@
  * The shard is indexed first (index.c: its grid, its entities' order, the
  * fine grid where it owns capped watchers). Then its work list: the
  * watchers that changed or whose view is stale, and those with a changed
- * marker or a departure within their reach; any other watcher is skipped
- * without reading its view. The quiet watchers (unchanged, no
+ * marker or a departure within their reach (list_work); any other watcher
+ * is skipped without reading its view. The quiet watchers (unchanged, no
  * policy, about the usual reach) are not listed: the changes find them
  * (push.c, compute_quiet), unless so much changed that listing them costs
  * less. Each listed watcher is computed by one of seven paths, tried in
@@ -109,34 +109,74 @@ static int compute_marks(aoi__worker *k, aoi__entity *e, uint64_t tick)
 
 /* ---- the changes path --------------------------------------------------- */
 
-/* Computes the events of a watcher that did not change this tick and whose
-   view the last tick computed: only markers that changed can enter, leave
-   or move, and each one that the view holds stood within the watcher's
-   reach at the end of the last tick, so it is in the grid near the watcher
-   as a changed marker or as a departure. The view's handles get their
-   membership bit; each changed one met is marked in the second bit
-   (a move keeps its membership bit, a leave loses it), and one walk of the
-   view then writes the leaves and moves in id order. Cost follows change:
-   a watcher with nothing changed near it is not computed at all, and one
-   with a few changes reads its view and a few cells. Returns 0 or
-   AOI_ENOMEM (then nothing changed). */
-static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
-                           uint64_t tick)
+/* What compute_changes carries through its steps: watcher e's reach and
+   what it reads of the world, held in locals (a byte stored to the
+   membership array may alias anything), and what it found: the held
+   markers hit (`nh`, each leaving or told a move, its moved bit set), of
+   which `nl` leave, and the `n` enters stored in k->candidates. */
+typedef struct change_scan {
+  const aoi__shape *shape;
+  const aoi__mark *mark;
+  double inner, outer;
+  uint64_t tick;
+  bool move_events;
+  uint32_t n, nh, nl;
+} change_scan;
+
+/* Meets entry i of g, a changed marker (pass 0) or a departure (pass 1)
+   in a cell of watcher e's reach: a held marker leaves or moves (its
+   moved bit set, once however often it is hit), one not held may enter.
+   False when an enter cannot be stored. */
+static inline __attribute__((always_inline)) bool
+change_at(aoi__worker *k, const aoi__entity *e, const aoi__grid *g,
+          uint32_t i, int pass, change_scan *c)
 {
-  aoi_world *w = k->world;
-  const aoi_allocator *a = &w->allocator;
-  const aoi__shape *shape = &w->shape;
-  const aoi__mark *mark = w->mark;
-  aoi__view *view = &e->view;
-  const uint32_t *held = view->handles;
-  uint32_t v = view->count;
-  for (uint32_t i = 0; i < v; i++)
-    aoi__set_member(k, held[i]);
-  double inner = e->radius, outer = inner + w->config.hysteresis;
-  bool move_events = w->config.move_events != 0;
+  const aoi__shape *shape = c->shape;
+  /* Where a held marker stood is within reach, so a changed marker out of
+     reach is no enter and, if held, has moved and left a departure in
+     reach. */
+  if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], c->outer))
+    return true;
+  uint32_t h = g->entry[i].handle;
+  if (h == e->handle || aoi__take_moved(k, h)) {
+    if (h != e->handle)
+      aoi__set_moved(k, h); /* met before: a hit is taken once */
+    return true;
+  }
+  if (aoi__is_member(k, h)) {
+    /* held: it leaves or moves */
+    const aoi__mark *m = &c->mark[h];
+    if ((m->layers & e->interest) == 0 ||
+        !aoi__within(shape, e->x, e->y, m->x, m->y, c->outer)) {
+      aoi__clear_member(k, h);
+      c->nl++;
+    } else if (!c->move_events || m->moved != aoi__stamp(c->tick)) {
+      return true;
+    }
+    aoi__set_moved(k, h);
+    c->nh++;
+    return true;
+  }
+  /* not held: a changed marker (each is listed once) may enter */
+  if (pass != 0 || (g->entry[i].layers & e->interest) == 0 ||
+      !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], c->inner))
+    return true;
+  if (!aoi__reserve_candidate(k, c->n))
+    return false;
+  k->candidates[c->n++] = (aoi__candidate){g->entry[i].id, h};
+  return true;
+}
+
+/* Meets every changed marker and departure in the cells of watcher e's
+   outer reach (change_at), a row at a time, past the rows where nothing
+   changed. 0 or AOI_ENOMEM. */
+static inline __attribute__((always_inline)) int
+changes_find(aoi__worker *k, const aoi__entity *e, const aoi__grid *g,
+             change_scan *c)
+{
   double box[4];
-  uint32_t r[4], n = 0, nh = 0, nl = 0;
-  aoi__reach_box(shape, e->x, e->y, outer, box);
+  uint32_t r[4];
+  aoi__reach_box(c->shape, e->x, e->y, c->outer, box);
   aoi__grid_range(g, box, r);
   uint32_t departed = AOI__GRID_CLASSES * g->width * g->height;
   for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
@@ -152,48 +192,24 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                                 : departed + row + r[0];
       uint32_t to = pass == 0 ? g->start[from + 1]
                               : g->start[departed + row + r[2] + 1];
-      for (uint32_t i = g->start[from]; i < to; i++) {
-        /* Where a held marker stood is within reach, so a changed
-           marker out of reach is no enter and, if held, has moved and
-           left a departure in reach. */
-        if (!aoi__within(shape, e->x, e->y, g->x[i], g->y[i], outer))
-          continue;
-        uint32_t h = g->entry[i].handle;
-        if (h == e->handle || aoi__take_moved(k, h)) {
-          if (h != e->handle)
-            aoi__set_moved(k, h); /* met before: a hit is taken once */
-          continue;
-        }
-        if (aoi__is_member(k, h)) {
-          /* held: it leaves or moves */
-          const aoi__mark *m = &mark[h];
-          if ((m->layers & e->interest) == 0 ||
-              !aoi__within(shape, e->x, e->y, m->x, m->y, outer)) {
-            aoi__clear_member(k, h);
-            nl++;
-          } else if (!move_events || m->moved != aoi__stamp(tick)) {
-            continue;
-          }
-          aoi__set_moved(k, h);
-          nh++;
-          continue;
-        }
-        /* not held: a changed marker (each is listed once) may enter */
-        if (pass != 0 || (g->entry[i].layers & e->interest) == 0 ||
-            !aoi__within(shape, e->x, e->y, g->x[i], g->y[i], inner))
-          continue;
-        if (!aoi__reserve_candidate(k, n)) {
-          aoi__clear_view_bits(k, held, v);
+      for (uint32_t i = g->start[from]; i < to; i++)
+        if (!change_at(k, e, g, i, pass, c))
           return AOI_ENOMEM;
-        }
-        k->candidates[n++] = (aoi__candidate){g->entry[i].id, h};
-      }
     }
   }
-  if (nh + n == 0) {
-    aoi__clear_view_bits(k, held, v);
-    return 0;
-  }
+  return 0;
+}
+
+/* Writes watcher e's record and new view from what changes_find met: one
+   walk of the view, in its order (by id), takes each handle's bits: a
+   hit one that is no member leaves, a hit member moves, the rest are
+   kept; then the enters merge. 0 or AOI_ENOMEM (then nothing changed). */
+static inline __attribute__((always_inline)) int
+changes_write(aoi__worker *k, aoi__entity *e, const change_scan *c)
+{
+  const aoi_allocator *a = &k->world->allocator;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count, n = c->n, nh = c->nh, nl = c->nl;
   uint32_t *rec = aoi__reserve_events(k, nh + n);
   if (rec == NULL ||
       aoi__view_reserve_k(k, view, v - nl + n, false) != 0 ||
@@ -225,6 +241,39 @@ static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
     memcpy(out + nl + n, moves, sizeof(uint32_t) * nm);
   aoi__commit_events(k, e, nl, n, nm);
   return 0;
+}
+
+/* Computes the events of a watcher that did not change this tick and whose
+   view the last tick computed: only markers that changed can enter, leave
+   or move, and each one that the view holds stood within the watcher's
+   reach at the end of the last tick, so it is in the grid near the watcher
+   as a changed marker or as a departure. The view's handles get their
+   membership bit; each changed one met is marked in the second bit
+   (a move keeps its membership bit, a leave loses it), and one walk of the
+   view then writes the leaves and moves in id order. Cost follows change:
+   a watcher with nothing changed near it is not computed at all, and one
+   with a few changes reads its view and a few cells. Returns 0 or
+   AOI_ENOMEM (then nothing changed). */
+static int compute_changes(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                           uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const uint32_t *held = e->view.handles;
+  uint32_t v = e->view.count;
+  for (uint32_t i = 0; i < v; i++)
+    aoi__set_member(k, held[i]);
+  double inner = e->radius, outer = inner + w->config.hysteresis;
+  change_scan c = {&w->shape, w->mark, inner, outer, tick,
+                   w->config.move_events != 0, 0, 0, 0};
+  if (changes_find(k, e, g, &c) != 0) {
+    aoi__clear_view_bits(k, held, v);
+    return AOI_ENOMEM;
+  }
+  if (c.nh + c.n == 0) {
+    aoi__clear_view_bits(k, held, v);
+    return 0;
+  }
+  return changes_write(k, e, &c);
 }
 
 /* ---- a watcher ---------------------------------------------------------- */
@@ -370,32 +419,12 @@ static int reserve_members(aoi__worker *k)
   return 0;
 }
 
-void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
-                        const aoi__tick_command *cmd)
+/* Room for a shard's compute: the membership bytes (reserve_members),
+   each handle's place in a view (move bands), the work list, and the
+   appeal lists (aoi__find_appeals). 0 or AOI_ENOMEM. */
+static int reserve_scratch(aoi__worker *k, aoi__shard *s, bool appeals)
 {
-  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
-  uint64_t started = aoi__now_ns();
-  aoi__shard_source src;
-  int rc = aoi__index_shard(k, s, cmd->cell_size, cmd->tick, cmd->departures,
-                            &src);
-  if (rc != 0) {
-    /* No index: queries see this shard as empty until the next tick. */
-    aoi__fail(k, rc);
-    s->grid.count = 0;
-    s->grid.width = s->grid.height = 0;
-    compute_from_marks(k, s, cmd->tick);
-    return;
-  }
-  const aoi__grid *g = &s->grid;
-  if (s->degraded) {
-    compute_from_marks(k, s, cmd->tick); /* indexed for queries */
-    return;
-  }
-  aoi__index_order(k, s, cmd->tick);
-  bool appeals = cmd->appeals;
-  /* NULL where the shard owns no capped watcher, or its fine grid could
-     not be built: then they scan their reach */
-  const aoi__grid *fine = aoi__index_fine(k, s, &src);
+  int rc;
   if ((rc = reserve_members(k)) != 0 ||
       (aoi__bands(k->world) &&
        (rc = aoi__reserve(&k->world->allocator, (void **)&k->told_at,
@@ -404,33 +433,41 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
       (rc = aoi__reserve(&k->world->allocator, (void **)&k->work,
                          &k->work_capacity, s->count + 1,
                          sizeof(uint64_t))) != 0 ||
-      (appeals && (rc = aoi__find_appeals(k, s)) != 0)) {
-    aoi__fail(k, rc);
-    compute_from_marks(k, s, cmd->tick);
-    return;
-  }
-  /* The watchers with work: those that changed or missed a tick, and those
-     with a changed marker or a departure within their own reach. The
-     others keep their views untouched: nothing they see changed. Each is
-     listed by its slot, with the number of changes in its reach
-     (UINT32_MAX: computed whole anyway), which compute_watcher reuses.
-     Without departures (too few unchanged watchers for them to pay,
-     tick.c), an unchanged watcher cannot know what left its reach: it is
-     computed whole too. */
+      (appeals && (rc = aoi__find_appeals(k, s)) != 0))
+    return rc;
+  return 0;
+}
+
+/* The watchers with work, listed in k->work: those that changed or missed
+   a tick, and those with a changed marker or a departure within their own
+   reach. The others keep their views untouched: nothing they see changed.
+   Each is listed by its slot, with the number of changes in its reach
+   (UINT32_MAX: computed whole anyway), which compute_watcher reuses.
+   Without departures (too few unchanged watchers for them to pay,
+   tick.c), an unchanged watcher cannot know what left its reach: it is
+   computed whole too. Returns how many are listed.
+
+   Quiet watchers (push.c): unchanged ones with no policy and about the
+   usual reach are computed from the changes around them, not listed: they
+   go to k->quiet, flagged in the grid with their place there in its cell
+   scratch, and *quiet_reach is the widest one's reach. */
+static inline uint32_t list_work(aoi__worker *k, aoi__shard *s,
+                                 const aoi__tick_command *cmd,
+                                 bool departures, double *quiet_reach)
+{
   const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
+  aoi__grid *g = &s->grid;
   uint64_t *work = k->work;
   uint32_t nw = 0;
   uint32_t end = g->width == 0 ? 0 : aoi__grid_row_end(g, g->height - 1,
                                                         g->width - 1);
   double hysteresis = k->world->config.hysteresis;
-  /* Quiet watchers (push.c): unchanged ones with no policy and about the
-     usual reach are computed from the changes around them, not listed. */
-  aoi__grid *mg = &s->grid;
-  bool push = src.departures && !aoi__bands(k->world) &&
+  bool appeals = cmd->appeals;
+  bool push = departures && !aoi__bands(k->world) &&
               aoi__reserve(&k->world->allocator, (void **)&k->quiet,
                            &k->quiet_capacity, s->count + 1,
                            sizeof(aoi__quiet)) == 0;
-  double push_limit = 2 * cmd->usual_reach, quiet_reach = 0;
+  double push_limit = 2 * cmd->usual_reach, widest = 0;
   k->quiet_count = 0;
   for (uint32_t i = 0; i < end; i++) {
     uint32_t info = g->entry[i].info;
@@ -440,17 +477,17 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     /* a far-sighted one scans every tick: its changes are not all here */
     bool far = aoi__reaches(g->entry[i].radius, hysteresis, cmd->far_reach);
     if (!far && !(info & (AOI__ENTRY_CHANGED | AOI__ENTRY_STALE)) &&
-        src.departures) {
+        departures) {
       uint32_t slot = g->entry[i].slot;
       double reach = (double)g->entry[i].radius + hysteresis;
       bool listed =
           appeals && k->appeal_start[slot + 1] != k->appeal_start[slot];
       if (push && !listed && !(info & AOI__ENTRY_CAPPED) &&
           reach <= push_limit) {
-        mg->entry[i].info |= AOI__ENTRY_QUIET;
-        mg->cell[i] = k->quiet_count;
+        g->entry[i].info |= AOI__ENTRY_QUIET;
+        g->cell[i] = k->quiet_count;
         k->quiet[k->quiet_count++] = (aoi__quiet){slot, g->entry[i].handle};
-        quiet_reach = reach > quiet_reach ? reach : quiet_reach;
+        widest = reach > widest ? reach : widest;
         continue;
       }
       if ((dirty = dirty_in_reach(k, g, g->x[i], g->y[i], reach)) == 0 &&
@@ -459,11 +496,23 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     }
     work[nw++] = (uint64_t)dirty << 32 | g->entry[i].slot;
   }
-  /* a sparse list (a few walkers in a standing crowd): the rows of each
-     one's reach are cold */
+  *quiet_reach = widest;
+  return nw;
+}
+
+/* Computes the `nw` listed watchers in turn, fetching ahead what each
+   will read: views and entities are scattered, and in a sparse list (a
+   few walkers in a standing crowd) the rows of each one's reach are
+   cold. */
+static inline void compute_work(aoi__worker *k, aoi__shard *s,
+                                const aoi__grid *fine, uint32_t nw,
+                                bool appeals, uint64_t tick)
+{
+  const aoi__grid *g = &s->grid;
+  const uint64_t *work = k->work;
+  double hysteresis = k->world->config.hysteresis;
   bool sparse = (uint64_t)nw * 4 < s->count;
   for (uint32_t j = 0; j < nw; j++) {
-    /* Views and entities are scattered: fetch ahead. */
     if (j + 8 < nw) /* a line, with its view */
       __builtin_prefetch(&s->entities[(uint32_t)work[j + 8]]);
     if (sparse && j + 6 < nw) {
@@ -480,9 +529,44 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
     }
     compute_watcher(k, &s->entities[(uint32_t)work[j]], g, fine,
                     (uint32_t)(work[j] >> 32), (uint32_t)work[j], appeals,
-                    cmd->tick);
+                    tick);
   }
+}
+
+void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
+                        const aoi__tick_command *cmd)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  uint64_t started = aoi__now_ns();
+  aoi__shard_source src;
+  int rc = aoi__index_shard(k, s, cmd->cell_size, cmd->tick, cmd->departures,
+                            &src);
+  if (rc != 0) {
+    /* No index: queries see this shard as empty until the next tick. */
+    aoi__fail(k, rc);
+    s->grid.count = 0;
+    s->grid.width = s->grid.height = 0;
+    compute_from_marks(k, s, cmd->tick);
+    return;
+  }
+  if (s->degraded) {
+    compute_from_marks(k, s, cmd->tick); /* indexed for queries */
+    return;
+  }
+  aoi__index_order(k, s, cmd->tick);
+  /* NULL where the shard owns no capped watcher, or its fine grid could
+     not be built: then they scan their reach */
+  const aoi__grid *fine = aoi__index_fine(k, s, &src);
+  if ((rc = reserve_scratch(k, s, cmd->appeals)) != 0) {
+    aoi__fail(k, rc);
+    compute_from_marks(k, s, cmd->tick);
+    return;
+  }
+  double quiet_reach = 0;
+  uint32_t nw = list_work(k, s, cmd, src.departures, &quiet_reach);
+  compute_work(k, s, fine, nw, cmd->appeals, cmd->tick);
   if (k->quiet_count > 0)
-    compute_quiet(k, s, g, fine, appeals, quiet_reach, cmd->tick);
+    compute_quiet(k, s, &s->grid, fine, cmd->appeals, quiet_reach,
+                  cmd->tick);
   s->compute_ns = aoi__now_ns() - started;
 }
