@@ -209,7 +209,7 @@ void aoi__apply_ops(aoi__worker *k, aoi__shard *s, uint64_t tick,
   const aoi__location *location = k->world->location;
   for (uint32_t i = 0; i < q->count; i++) {
     /* the records come in the host's order, the entities in their
-       grid's (order_entities, compute.c): fetch ahead */
+       grid's (order_entities, index.c): fetch ahead */
     if (i + 8 < q->count) {
       uint32_t slot = location[q->records[i + 8].handle].slot;
       if (slot < s->count) /* one line */

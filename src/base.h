@@ -14,8 +14,8 @@
  *   grid.h     geometry, shard layout, the uniform grid       (grid.c)
  *   world.h    the world's types: entities, shards, workers, outboxes
  *   internal.h the stages' cross-file functions, in tick order
- *   compute.h  the compute stage's inline helpers (compute.c, policy.c,
- *              view.c only)
+ *   compute.h  the compute stage's inline helpers (compute.c, index.c,
+ *              scan.c, push.c, policy.c, view.c only)
  *
  * The bottom files (alloc.c, ring.c, sync.c, idmap.c, grid.c) include only
  * their own header, so none of them can reach into the world.

@@ -1,8 +1,10 @@
 /*
- * compute.h: what the compute step's files share (compute.c, policy.c,
- * view.c, and nothing else): the hot helpers of the inner loops, inline
- * here so that splitting the step into files costs no call in a loop, and
- * the functions policy.c and view.c offer compute.c.
+ * compute.h: what the compute step's files share (included by compute.c,
+ * index.c, scan.c, policy.c, push.c and view.c, and nothing else): the hot
+ * helpers of the inner loops, inline here so that splitting the step into
+ * files costs no call in a loop, and the functions index.c, scan.c,
+ * push.c, policy.c and view.c offer compute.c (the dispatch over the
+ * watchers).
  *
  * All of it runs on the worker that owns the watcher being computed, on
  * that worker's scratch (aoi__worker).
@@ -94,6 +96,89 @@ static inline bool aoi__reserve_candidate(aoi__worker *k, uint32_t n)
   k->candidate_capacity = cap;
   return true;
 }
+
+/* ---- the shard index (index.c) ------------------------------------------ */
+
+/* What a shard's grid indexes, read in place: its owned entities, then
+   its first `ghosts` ghosts, then its own departures of this tick when
+   `departures`. */
+typedef struct aoi__shard_source {
+  const aoi__shard *s;
+  uint64_t tick;
+  uint32_t ghosts;
+  bool departures;
+} aoi__shard_source;
+
+/* Indexes the shard's entities, ghosts and departures in its grid: the
+   ones its neighbours sent among its ghosts, and its own in place.
+   Departures serve only the watchers that compute_changes may take
+   (unchanged, and not stale); when the tick left none (`departures`,
+   tick.c) or the shard owns no such watcher, they are left out, which
+   halves an all-walking shard's grid. *src is what was indexed, kept for
+   the fine grid. 0 or AOI_ENOMEM. */
+int aoi__index_shard(aoi__worker *k, aoi__shard *s, double cell_size,
+                     uint64_t tick, bool departures, aoi__shard_source *src);
+/* Once in a few ticks (a shard's in turn), puts the shard's owned
+   entities in the order of its grid; the grid's slots and the locations
+   follow. */
+void aoi__index_order(aoi__worker *k, aoi__shard *s, uint64_t tick);
+/* The fine grid in which capped watchers look for their nearest: the
+   entries of *src again, in cells about as small as they are dense (its
+   cells bounded by the entries, as the main grid's). Built only where the
+   shard owns capped watchers (else freed); NULL then, or where it could
+   not be built. */
+const aoi__grid *aoi__index_fine(aoi__worker *k, aoi__shard *s,
+                                 const aoi__shard_source *src);
+
+/* Fetches ahead the first lines of each grid row within `reach` of
+   (x, y): a watcher of a sparse work list finds them cold (its neighbours
+   in the list stand cells away), and the hardware follows a row once it
+   has begun. */
+static inline void aoi__prefetch_reach(const aoi__worker *k,
+                                       const aoi__grid *g, float x, float y,
+                                       double reach)
+{
+  double box[4];
+  uint32_t r[4];
+  aoi__reach_box(&k->world->shape, x, y, reach, box);
+  aoi__grid_range(g, box, r);
+  for (uint32_t cy = r[1]; cy <= r[3]; cy++) {
+    uint32_t at = aoi__grid_row_begin(g, cy, r[0]);
+    __builtin_prefetch(&g->x[at]);
+    __builtin_prefetch(&g->y[at]);
+    __builtin_prefetch(&g->entry[at]);
+    __builtin_prefetch((const char *)&g->entry[at] + AOI__LINE);
+  }
+}
+
+/* ---- the reach scan (scan.c) -------------------------------------------- */
+
+/* Computes watcher e's events and new view from one scan of the cells of
+   grid g within its reach: every marker of interest within its outer
+   reach (radius plus hysteresis) is met once; one its view holds is kept
+   (and told if it moved), one it does not hold enters if it lies within
+   the radius itself, and what the view holds and the scan did not meet
+   leaves. Leaves and moves come out in the view's order (by id), the
+   enters sorted. The plain path, which no policy slows. Returns 0 or
+   AOI_ENOMEM: when the record cannot be stored the watcher keeps its view
+   and gets no event (a resync next tick); when only its enters cannot be
+   stored, they wait for the next tick (and the worker reports
+   AOI_ENOMEM). */
+int aoi__compute_whole(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                       uint64_t tick);
+/* The same for a watcher under a policy without a cap: it also meets the
+   markers that reach it by their appeal (`appeals`, entries of g listed
+   by aoi__find_appeals; `any_appeal`: the world has appeals) and leaves
+   those to the list in its own scan, and with move bands tells each kept
+   marker as its band allows. */
+int aoi__compute_policy(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
+                        const uint32_t *appeals, uint32_t nappeals,
+                        bool any_appeal, uint64_t tick);
+/* The same for a far-sighted watcher without a cap (aoi__far_sighted),
+   from every handle's mark instead of its shard's grid, which holds no
+   ghosts for it; under the world's policies (appeals, move bands) where
+   it has any. */
+int aoi__compute_far(aoi__worker *k, aoi__entity *e, uint64_t tick);
 
 /* ---- quiet watchers (push.c) -------------------------------------------- */
 
@@ -288,7 +373,7 @@ static inline int aoi__tell_move(const aoi_world *w, const aoi__entity *a,
    AOI_ENOMEM. */
 int aoi__find_appeals(aoi__worker *k, aoi__shard *s);
 /* Computes a capped watcher from scratch (its cap nearest). Events and
-   failures as compute_whole (compute.c). aoi__compute_capped_far, for a
+   failures as aoi__compute_whole (scan.c). aoi__compute_capped_far, for a
    far-sighted one (aoi__far_sighted), picks from the marks instead. */
 int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick);
 int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,

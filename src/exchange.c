@@ -16,7 +16,7 @@
  * could see is then in that shard, owned or ghosted. Each departure this
  * tick's ops made (where a marker that moved or was removed stood at the
  * end of the last tick) goes the same way to every other shard near where
- * it stood; this one's grid reads its own in place (compute.c).
+ * it stood; this one's grid reads its own in place (index.c).
  *
  * A shard that misses a ghost (out of memory, here or in a peer's batch)
  * is degraded for the tick: its watchers keep their views and get no
@@ -175,99 +175,143 @@ void aoi__ghost_reaches(aoi__worker *k)
   k->near_reach = near;
 }
 
-/* Ghosts every marker near another shard's watchers, and sends this
-   tick's departures to every other shard whose watchers could have seen
-   the marker where it stood. */
-void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
+/* The far shards that a marker of shard s without appeal can reach
+   (written to far[]: their count), and the distance inside s's edges
+   beyond which such a marker goes to no other shard (*inside: send_around
+   would find none): its own rectangle `rect` tells so without searching
+   the cuts. */
+static inline unsigned far_shards_near(const aoi__worker *k,
+                                       const aoi__shard *s,
+                                       const double rect[4], uint32_t *far,
+                                       double *inside)
 {
-  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
-  aoi_world *w = k->world;
-  double rect[4];
-  shard_rect(&w->layout, s->index, rect);
-  /* The far shards that a marker of this one without appeal can reach,
-     and the distance inside its edges beyond which such a marker goes to
-     no other shard (send_around would find none): its own rectangle tells
-     so without searching the cuts. */
-  uint32_t far[AOI__FAR_SHARDS];
+  const aoi_world *w = k->world;
   unsigned nfar = 0;
-  double inside = k->near_reach;
+  double deep = k->near_reach;
   for (unsigned i = 0; i < k->far_count; i++) {
     double r[4], d = k->ghost_reach[k->far[i]];
     shard_rect(&w->layout, k->far[i], r);
     if (k->far[i] != s->index && r[0] - d <= rect[2] &&
         rect[0] <= r[2] + d && r[1] - d <= rect[3] && rect[1] <= r[3] + d) {
       far[nfar++] = k->far[i];
-      inside = aoi__max(inside, d);
+      deep = aoi__max(deep, d);
     }
   }
-  /* the shard's counts, box and widest watcher, in the same pass */
-  uint32_t capped = 0, unchanged = 0, now = aoi__stamp(tick);
-  float widest = -1, widest_all = -1; /* (widest: not far-sighted) */
-  uint32_t reaching = 0; /* watchers that reach far_candidate */
-  /* (locals: the byte stored to an entity's flags below may alias
-     anything, and the world's fields would be loaded again after it) */
+  *inside = deep;
+  return nfar;
+}
+
+/* What the pass over a shard's entities counts, for its compute step and
+   the next exchange (aoi__publish_ghosts stores it in the shard). */
+typedef struct shard_count {
+  double box[4];      /* of the owned entities' positions */
+  uint32_t capped;    /* capped watchers, but the far-sighted */
+  uint32_t unchanged; /* watchers neither changed nor stale */
+  uint32_t reaching;  /* watchers that reach far_candidate */
+  float widest;       /* the widest watcher's radius, but the far-sighted */
+  float widest_all;   /* the widest watcher's radius */
+} shard_count;
+
+/* Counts entity e, at tick stamp `now`, into c: `hysteresis`, `far_reach`
+   and `candidate` are the world's, in the caller's locals. */
+static inline __attribute__((always_inline)) void
+count_entity(shard_count *c, const aoi__entity *e, uint32_t now,
+             double hysteresis, double far_reach, double candidate)
+{
+  aoi__box_add(c->box, e->x, e->y);
+  if (!(e->flags & AOI_WATCHER))
+    return;
+  c->unchanged += e->changed != now && !e->stale;
+  c->widest_all = aoi__maxf(c->widest_all, e->radius);
+  c->reaching += aoi__reaches(e->radius, hysteresis, candidate);
+  /* (a far-sighted one with a cap picks from the marks: no fine grid for
+     it) */
+  if (!aoi__reaches(e->radius, hysteresis, far_reach)) {
+    c->widest = aoi__maxf(c->widest, e->radius);
+    c->capped += e->cap > 0;
+  }
+}
+
+/* Ghosts marker e of shard s (rectangle `rect`) to the shards whose
+   watchers could see it: one seen by its appeal to any shard it may
+   reach; any other to the near shards and the `nfar` far ones, unless it
+   lies `inside` deep in the rectangle (far_shards_near). Its moved flag
+   goes first if it did not move at tick stamp `now`. */
+static inline __attribute__((always_inline)) void
+publish_marker(aoi__worker *k, const aoi__shard *s, aoi__entity *e,
+               const double rect[4], const uint32_t *far, unsigned nfar,
+               double inside, uint32_t now)
+{
+  aoi_world *w = k->world;
+  /* apply set the moved flag of a marker it moved this tick; one that
+     moved in an earlier tick and not in this one loses it (stored only
+     then: an entity's line stays clean) */
+  if ((e->flags & AOI__ENTITY_MOVED) && e->touched != now)
+    e->flags &= (uint8_t)~AOI__ENTITY_MOVED;
+  bool appeal = (e->flags & AOI__ENTITY_APPEAL) != 0;
+  if (!appeal && (inside < 0 || deep_inside(rect, e->x, e->y, inside)))
+    return;
+  aoi__ghost g;
+  g.id = e->id;
+  g.handle = e->handle;
+  g.layers = e->layers;
+  g.x = e->x;
+  g.y = e->y;
+  g.shard = s->index;
+  g.kind = e->changed == now ? AOI__GHOST_CHANGED : 0;
+  if (appeal)
+    g.kind |= AOI__GHOST_APPEAL;
+  if (e->flags & AOI__ENTITY_MOVED)
+    g.kind |= AOI__GHOST_MOVED;
+  /* one seen by its appeal may reach any far shard */
+  k->ghosts +=
+      appeal ? send_around(k, g, aoi__ghost_reach(w, w->appeal[e->handle]),
+                           rect, k->far, k->far_count, s->index)
+             : send_around(k, g, -1, rect, far, nfar, s->index);
+}
+
+/* Ghosts every marker near another shard's watchers, and sends this
+   tick's departures to every other shard whose watchers could have seen
+   the marker where it stood. The same pass counts the shard's entities
+   (shard_count). */
+void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
+{
+  AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
+  aoi_world *w = k->world;
+  double rect[4], inside;
+  shard_rect(&w->layout, s->index, rect);
+  uint32_t far[AOI__FAR_SHARDS];
+  unsigned nfar = far_shards_near(k, s, rect, far, &inside);
+  uint32_t now = aoi__stamp(tick);
+  /* (locals: the byte stored to an entity's flags may alias anything,
+     and the world's fields would be loaded again after it) */
   double hysteresis = w->config.hysteresis;
   double far_reach = w->command.far_reach;
   double candidate = w->command.far_candidate;
-  double box[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
+  shard_count c = {{INFINITY, INFINITY, -INFINITY, -INFINITY}, 0, 0, 0,
+                   -1, -1};
   for (uint32_t i = 0; i < s->count; i++) {
     aoi__entity *e = &s->entities[i];
-    aoi__box_add(box, e->x, e->y);
-    if (e->flags & AOI_WATCHER) {
-      unchanged += e->changed != now && !e->stale;
-      widest_all = aoi__maxf(widest_all, e->radius);
-      reaching += aoi__reaches(e->radius, hysteresis, candidate);
-      /* (a far-sighted one with a cap picks from the marks: no fine
-         grid for it) */
-      if (!aoi__reaches(e->radius, hysteresis, far_reach)) {
-        widest = aoi__maxf(widest, e->radius);
-        capped += e->cap > 0;
-      }
-    }
-    if (!(e->flags & AOI_MARKER))
-      continue;
-    /* apply set the moved flag of a marker it moved this tick; one that
-       moved in an earlier tick and not in this one loses it (stored only
-       then: an entity's line stays clean) */
-    if ((e->flags & AOI__ENTITY_MOVED) && e->touched != now)
-      e->flags &= (uint8_t)~AOI__ENTITY_MOVED;
-    bool appeal = (e->flags & AOI__ENTITY_APPEAL) != 0;
-    if (!appeal && (inside < 0 || deep_inside(rect, e->x, e->y, inside)))
-      continue;
-    aoi__ghost g;
-    g.id = e->id;
-    g.handle = e->handle;
-    g.layers = e->layers;
-    g.x = e->x;
-    g.y = e->y;
-    g.shard = s->index;
-    g.kind = e->changed == now ? AOI__GHOST_CHANGED : 0;
-    if (appeal)
-      g.kind |= AOI__GHOST_APPEAL;
-    if (e->flags & AOI__ENTITY_MOVED)
-      g.kind |= AOI__GHOST_MOVED;
-    /* one seen by its appeal may reach any far shard */
-    k->ghosts +=
-        appeal ? send_around(k, g, aoi__ghost_reach(w, w->appeal[e->handle]),
-                             rect, k->far, k->far_count, s->index)
-               : send_around(k, g, -1, rect, far, nfar, s->index);
+    count_entity(&c, e, now, hysteresis, far_reach, candidate);
+    if (e->flags & AOI_MARKER)
+      publish_marker(k, s, e, rect, far, nfar, inside, now);
   }
   /* A departure serves the unchanged watchers that held the marker, which
      saw it by their own radius: a watcher that sees one by its appeal is
-     computed whole every tick (compute.c). Where it stood may lie outside
+     computed whole every tick (scan.c). Where it stood may lie outside
      this shard's rectangle when the cuts moved: every far shard. */
   for (uint32_t i = 0; i < s->departed_count; i++)
     send_around(k, s->departed[i], -1, rect, k->far, k->far_count,
                 s->index);
-  s->capped = capped;
-  s->unchanged = unchanged;
-  s->radius_held = widest;
-  s->radius_held_all = widest_all;
+  s->capped = c.capped;
+  s->unchanged = c.unchanged;
+  s->radius_held = c.widest;
+  s->radius_held_all = c.widest_all;
   s->far_held = far_reach;
-  s->far_count = reaching;
+  s->far_count = c.reaching;
   /* (never written with one shard: 0) */
   s->ghost_reach = k->ghost_reach[s->index] > 0 ? k->ghost_reach[s->index] : 0;
-  memcpy(s->box, box, sizeof(box));
+  memcpy(s->box, c.box, sizeof(c.box));
 }
 
 void aoi__take_ghosts(aoi__worker *k, const aoi__batch *b)

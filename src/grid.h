@@ -109,7 +109,7 @@ typedef struct aoi__grid {
   aoi__grid_entry *entry; /* within entry_block, on a 64-byte boundary */
   void *entry_block;      /* capacity entries and a line, as allocated */
   /* scratch: keys in the build, then quiet watchers' places (push.c) or
-     the entities' new slots (order_entities, compute.c) */
+     the entities' new slots (order_entities, index.c) */
   uint32_t *cell;
 } aoi__grid;
 

@@ -10,6 +10,9 @@
  *   rebalance.c new shard cuts          apply.c    1. records, handoffs
  *                                       exchange.c 2. ghosts
  *                                       compute.c  3. views -> events
+ *                                       index.c       the shard's grid
+ *                                       scan.c        reach scans
+ *                                       push.c        quiet watchers
  *                                       policy.c      caps, appeals, bands
  *                                       view.c        view storage
  *   outbox.c   delivery of the events the workers left in their segments
@@ -25,7 +28,9 @@
  *   submit.c   -> outbox.c
  *   query.c    -> view.c
  *   worker.c   -> apply.c exchange.c compute.c view.c
- *   compute.c  -> policy.c view.c
+ *   compute.c  -> index.c scan.c push.c policy.c view.c
+ *   scan.c     -> view.c
+ *   push.c     -> view.c
  *   policy.c   -> view.c
  *   apply.c    -> view.c
  *   every file -> alloc.c grid.c idmap.c ring.c sync.c, the bottom, which

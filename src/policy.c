@@ -14,7 +14,7 @@
  * and no pick names leaves, and the rest enter. A far-sighted one
  * (aoi__far_sighted) picks from every handle's mark instead, as its shard
  * holds no ghosts for it (aoi__compute_capped_far). The other policy watchers
- * (appeals, move bands) take compute.c's whole scan. aoi__find_appeals
+ * (appeals, move bands) take scan.c's whole scan. aoi__find_appeals
  * lists, per watcher, the markers whose appeal reaches it from beyond its
  * radius.
  */
@@ -336,59 +336,48 @@ static bool gather_marks(aoi__worker *k, const aoi__entity *e, uint32_t *n)
   return true;
 }
 
-/* The rest of a capped watcher's compute, from its `n` picks, with the
-   member bits of its view set; `gathered` false when the picks could not
-   all be stored (then the view stays, and a resync comes next tick). */
-static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
-                         uint32_t n, uint64_t tick)
+/* The kept picks of a capped watcher (the first n): a pick that its view
+   held stays (its member bit goes), the others enter, as candidates (*ne
+   of them). *far: it picked one by its appeal. False when a candidate
+   cannot be stored. */
+static bool picks_to_enters(aoi__worker *k, uint32_t n, uint32_t *ne,
+                            bool *far)
 {
-  aoi_world *w = k->world;
-  const aoi_allocator *a = &w->allocator;
-  const aoi__mark *mark = w->mark;
-  aoi__view *view = &e->view;
-  uint32_t v = view->count;
-  if (!gathered) {
-    aoi__clear_view_bits(k, view->handles, v);
-    return AOI_ENOMEM;
-  }
-  n = keep_nearest(k, n, e->cap);
-  /* The picks that the view held stay: their bit goes. The others enter. */
-  uint32_t ne = 0;
-  bool far = false;
+  uint32_t enters = 0;
+  bool by_appeal = false;
   for (uint32_t j = 0; j < n; j++) {
     const aoi__pick *p = &k->picks[j];
-    far |= (p->how & AOI__PICK_APPEAL) != 0;
+    by_appeal |= (p->how & AOI__PICK_APPEAL) != 0;
     if (p->how & AOI__PICK_MEMBER) {
       aoi__clear_member(k, p->handle);
       continue;
     }
-    if (!aoi__reserve_candidate(k, ne)) {
-      aoi__clear_view_bits(k, view->handles, v);
-      return AOI_ENOMEM;
-    }
-    k->candidates[ne++] = (aoi__candidate){p->id, p->handle};
+    if (!aoi__reserve_candidate(k, enters))
+      return false;
+    k->candidates[enters++] = (aoi__candidate){p->id, p->handle};
   }
-  bool told = aoi__bands(w);
-  uint32_t *rec = NULL;
-  if (v + ne > 0 &&
-      ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
-       aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
-                    sizeof(uint32_t)) != 0 ||
-       aoi__view_reserve_k(k, view, v + ne, told) != 0)) {
-    aoi__clear_view_bits(k, view->handles, v);
-    return AOI_ENOMEM;
-  }
-  if (v + ne == 0) { /* nothing held, nothing seen */
-    k->view_n++;
-    e->stale = 0;
-    return 0;
-  }
+  *ne = enters;
+  *far = by_appeal;
+  return true;
+}
+
+/* One walk of capped watcher e's view, in its order (by id): a held
+   marker still a member was not picked and leaves (to out[], *nl), a
+   picked one is kept and told (to moves[], *nm) if it moved, or, with
+   move bands (`told`), as its band allows, its told position following
+   it (*lagging: a band held one back). Returns how many are kept. */
+static uint32_t capped_walk(aoi__worker *k, const aoi__entity *e,
+                            aoi__view *view, bool told, uint64_t tick,
+                            uint32_t *out, uint32_t *moves, uint32_t *nl_out,
+                            uint32_t *nm_out, bool *lagging_out)
+{
+  aoi_world *w = k->world;
+  const aoi__mark *mark = w->mark;
   bool resync = (e->stale & AOI__STALE_RESYNC) != 0;
   bool move_events = w->config.move_events != 0, lagging = false;
   unsigned allowed = told ? aoi__bands_allowed(w, e->id, tick) : 0;
-  uint32_t *hs = view->handles;
+  uint32_t v = view->count, *hs = view->handles;
   float *tp = aoi__view_told(view, told);
-  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits;
   uint32_t nl = 0, nm = 0, kept = 0;
   for (uint32_t i = 0; i < v; i++) {
     uint32_t h = hs[i];
@@ -414,6 +403,45 @@ static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
     }
     hs[kept++] = h;
   }
+  *nl_out = nl;
+  *nm_out = nm;
+  *lagging_out = lagging;
+  return kept;
+}
+
+/* The rest of a capped watcher's compute, from its `n` picks, with the
+   member bits of its view set; `gathered` false when the picks could not
+   all be stored (then the view stays, and a resync comes next tick). */
+static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
+                         uint32_t n, uint64_t tick)
+{
+  aoi_world *w = k->world;
+  const aoi_allocator *a = &w->allocator;
+  aoi__view *view = &e->view;
+  uint32_t v = view->count, ne;
+  bool far, told = aoi__bands(w);
+  uint32_t *rec = NULL;
+  /* The picks that the view held stay: their bit goes. The others enter. */
+  if (!gathered ||
+      !picks_to_enters(k, keep_nearest(k, n, e->cap), &ne, &far) ||
+      (v + ne > 0 &&
+       ((rec = aoi__reserve_events(k, v + ne)) == NULL ||
+        aoi__reserve(a, (void **)&k->hits, &k->hit_capacity, v + 1,
+                     sizeof(uint32_t)) != 0 ||
+        aoi__view_reserve_k(k, view, v + ne, told) != 0))) {
+    aoi__clear_view_bits(k, view->handles, v);
+    return AOI_ENOMEM;
+  }
+  if (v + ne == 0) { /* nothing held, nothing seen */
+    k->view_n++;
+    e->stale = 0;
+    return 0;
+  }
+  uint32_t *out = rec + AOI__RECORD_HEADER, *moves = k->hits, nl, nm;
+  bool lagging;
+  uint32_t kept = capped_walk(k, e, view, told, tick, out, moves, &nl, &nm,
+                              &lagging);
+  float *tp = aoi__view_told(view, told);
   aoi__view_enter(k, view, tp, kept, ne, out + nl);
   if (nl > 0)
     aoi__view_fit(k, view, aoi__bands(k->world));
@@ -431,7 +459,7 @@ static int capped_finish(aoi__worker *k, aoi__entity *e, bool gathered,
    reach (but those whose appeal is larger, which aoi__find_appeals listed)
    and those that reach it by their appeal, the cap nearest; with move
    bands, the moves its bands allow this tick. Events and failures as
-   compute_whole. */
+   aoi__compute_whole (scan.c). */
 int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick)
