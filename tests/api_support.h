@@ -1,6 +1,7 @@
 /*
- * api_support.h: what the tests of the public API share (test_api,
- * test_oom): the layouts they run on, worlds over (0, 0) - (100, 100), event logs drained and
+ * api_support.h: what the tests of the public API share (test_config,
+ * test_ops, test_events, test_queries, test_shards, test_oom): the layouts
+ * they run on, worlds over (0, 0) - (100, 100), event logs drained and
  * compared, and query answers compared.
  *
  * Every helper asserts with cmocka, so only a test's main thread may call
