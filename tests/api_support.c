@@ -79,13 +79,6 @@ void tick_and_drain(aoi_world *w, records *out)
   drain_all(w, out);
 }
 
-static const char *kind_name(uint32_t kind)
-{
-  return kind == AOI_LEAVE ? "leave" : kind == AOI_ENTER ? "enter"
-                                   : kind == AOI_MOVE    ? "move"
-                                                         : "?";
-}
-
 static void print_records(const char *title, const record *r, size_t n)
 {
   print_message("%s (%zu):\n", title, n);
@@ -94,14 +87,6 @@ static void print_records(const char *title, const record *r, size_t n)
                   (unsigned long long)r[i].watcher, kind_name(r[i].event.kind),
                   (unsigned long long)r[i].event.id, (double)r[i].event.x,
                   (double)r[i].event.y, r[i].event.tick);
-}
-
-static int record_equal(const record *a, const record *b)
-{
-  return a->watcher == b->watcher && a->event.id == b->event.id &&
-         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
-         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
-         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
 }
 
 void expect_records(const records *got, const record *want, size_t n)

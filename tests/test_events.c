@@ -421,19 +421,6 @@ typedef struct person {
   int live;
 } person;
 
-static uint64_t rng_next(uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static unsigned rng_below(uint64_t *s, unsigned n)
-{
-  return (unsigned)(rng_next(s) % n);
-}
-
 static int sees(const person *a, const person *b)
 {
   if (!a->live || !b->live || a == b || !(a->flags & AOI_WATCHER) ||

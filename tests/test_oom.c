@@ -120,22 +120,6 @@ static float pick(uint64_t id, uint64_t salt, float lo, float hi)
 
 /* ---- events and the client picture (records: support.h) ----------------- */
 
-static const char *kind_name(uint32_t kind)
-{
-  return kind == AOI_LEAVE   ? "leave"
-         : kind == AOI_ENTER ? "enter"
-         : kind == AOI_MOVE  ? "move"
-                             : "?";
-}
-
-static bool record_equal(const record *a, const record *b)
-{
-  return a->watcher == b->watcher && a->event.id == b->event.id &&
-         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
-         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
-         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
-}
-
 /* One entity in a watcher's picture: where it was last told to be, and the
    tick that added the incarnation of the id it shows. */
 typedef struct seen {
