@@ -36,6 +36,8 @@ reference=${AOI_REPLAY_REFERENCE:-}
 
 traces=()
 gen_fail=0
+# The shared traces live outside this tree: without them, say so.
+[ -d "$dir" ] || echo "skipped: no $dir${gen:+ (the generated traces only)}"
 for trace in "$dir"/*.trace; do
   [ -e "$trace" ] && traces+=("$trace")
 done

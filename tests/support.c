@@ -3,10 +3,31 @@
  */
 #include "support.h"
 
-#include <stdbool.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void *plain_alloc(void *user, size_t size)
+{
+  (void)user;
+  return malloc(size);
+}
+
+void *plain_realloc(void *user, void *ptr, size_t old_size, size_t new_size)
+{
+  (void)user;
+  (void)old_size;
+  return realloc(ptr, new_size);
+}
+
+void plain_free(void *user, void *ptr, size_t size)
+{
+  (void)user;
+  (void)size;
+  free(ptr);
+}
 
 /* Each block carries its size in a header, so that a free or realloc with
    another size than the block's is seen. */
@@ -167,4 +188,111 @@ void records_free(records *r)
 {
   free(r->items);
   memset(r, 0, sizeof(*r));
+}
+
+bool record_equal(const record *a, const record *b)
+{
+  return a->watcher == b->watcher && a->event.id == b->event.id &&
+         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
+         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
+         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
+}
+
+const char *kind_name(uint32_t kind)
+{
+  switch (kind) {
+  case AOI_LEAVE:
+    return "leave";
+  case AOI_ENTER:
+    return "enter";
+  case AOI_MOVE:
+    return "move";
+  default:
+    return "(bad kind)";
+  }
+}
+
+uint64_t rng_next(uint64_t *state)
+{
+  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+size_t rng_below(uint64_t *state, size_t n)
+{
+  return n ? (size_t)(rng_next(state) % n) : 0;
+}
+
+uint64_t xorshift64(uint64_t *state)
+{
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+int compare_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void trace_line(trace_text *t, const char *format, ...)
+{
+  char line[256];
+  va_list args;
+
+  va_start(args, format);
+  int n = vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  if (n < 0)
+    return;
+  size_t length = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  if (t->length + length + 2 > t->capacity) {
+    size_t capacity = 2 * (t->capacity + length + 2);
+    char *grown = realloc(t->text, capacity);
+    if (grown == NULL) {
+      fputs("trace_line: out of memory\n", stderr);
+      abort();
+    }
+    t->text = grown;
+    t->capacity = capacity;
+  }
+  memcpy(t->text + t->length, line, length);
+  t->length += length;
+  t->text[t->length++] = '\n';
+  t->text[t->length] = '\0';
+}
+
+void trace_text_free(trace_text *t)
+{
+  free(t->text);
+  memset(t, 0, sizeof(*t));
+}
+
+void trace_config(trace_text *t, const aoi_config *c)
+{
+  trace_line(t, "world %.9g %.9g %.9g %.9g", (double)c->min_x,
+             (double)c->min_y, (double)c->max_x, (double)c->max_y);
+  trace_line(t, "max-radius %.9g", (double)c->max_radius);
+  trace_line(t, "hysteresis %.9g", (double)c->hysteresis);
+  trace_line(t, "moves %s", c->move_events ? "on" : "off");
+  if (c->shape == AOI_SHAPE_CELLS)
+    trace_line(t, "shape cells %.9g", (double)c->cell_size);
+  else
+    trace_line(t, "shape %s",
+               c->shape == AOI_SHAPE_CIRCLE ? "circle" : "square");
+  for (unsigned i = 0; i < c->move_band_count; i++)
+    trace_line(t, "move-every %.9g %" PRIu32,
+               (double)c->move_bands[i].distance, c->move_bands[i].period);
+}
+
+const char *flags_word(unsigned flags)
+{
+  return flags == AOI_WATCHER                  ? "W"
+         : flags == AOI_MARKER                 ? "M"
+         : flags == (AOI_WATCHER | AOI_MARKER) ? "WM"
+                                               : "X";
 }

@@ -1,17 +1,27 @@
 /*
- * support.h: what several tests share.
+ * support.h: what several tests share, free of cmocka so that the fuzz
+ * targets link it too (library aoi_test_support):
  *
- * A counting, failing allocator, for aoi_config's allocator hooks. It counts live bytes and blocks (and their peak), checks
- * that every free and realloc names the block's true size, and fails the
- * allocations it is armed for, and those that would take the live bytes
- * above its budget when it has one. The hooks are called from every thread, so
- * all its state is atomic; only the test's main thread reads it.
+ * - test_tag and test_add: the tag every test gives its entities.
+ * - Allocator hooks over malloc, for the tests of internal modules.
+ * - A counting, failing allocator, for aoi_config's allocator hooks: it
+ *   counts live bytes and blocks (and their peak), checks that every free
+ *   and realloc names the block's true size, and fails the allocations it
+ *   is armed for, and those that would take the live bytes above its
+ *   budget when it has one. The hooks are called from every thread, so all
+ *   its state is atomic; only the test's main thread reads it.
+ * - Records: events as the host drained them, compared and named.
+ * - splitmix64, the random numbers of the tests: the same stream on every
+ *   compiler, so that a seed names the same run everywhere.
+ * - A trace (TRACE_FORMAT.md) written line by line, as test_differential
+ *   and fuzz_api keep the operations so far, to replay a failure.
  */
 #ifndef AOI_TESTS_SUPPORT_H
 #define AOI_TESTS_SUPPORT_H
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +48,11 @@ static inline int test_add(aoi_world *w, uint64_t id, float x, float y,
                                   .layers = layers,
                                   .interest = interest});
 }
+
+/* Hooks over malloc, realloc and free, for the tests of internal modules. */
+void *plain_alloc(void *user, size_t size);
+void *plain_realloc(void *user, void *ptr, size_t old_size, size_t new_size);
+void plain_free(void *user, void *ptr, size_t size);
 
 #define COUNTER_ONWARD LLONG_MAX /* a span: fail every attempt from n on */
 
@@ -81,5 +96,47 @@ typedef struct records {
 /* Appends one; aborts when memory runs out. */
 void records_push(records *r, uint64_t watcher, const aoi_event *e);
 void records_free(records *r);
+/* The same watcher, id, kind and tick, and the same position bit for bit
+   (-0 and 0 differ); the tag is not compared. */
+bool record_equal(const record *a, const record *b);
+/* An event kind's name: "enter", "leave", "move", or "(bad kind)". */
+const char *kind_name(uint32_t kind);
+
+/* ---- random numbers ------------------------------------------------------ */
+
+/* splitmix64: the next number of the stream `state`. */
+uint64_t rng_next(uint64_t *state);
+/* A number in [0, n) (0 when n is 0). */
+size_t rng_below(uint64_t *state, size_t n);
+/* xorshift64 (shifts 13, 7, 17): the stream of the internal modules'
+   tests; `state` must not be 0. */
+uint64_t xorshift64(uint64_t *state);
+/* Orders uint64_t, for qsort and bsearch. */
+int compare_u64(const void *a, const void *b);
+
+/* ---- traces -------------------------------------------------------------- */
+
+/* A trace as text: `length` characters and a NUL; {0} is empty. */
+typedef struct trace_text {
+  char *text;
+  size_t length, capacity;
+} trace_text;
+
+#if defined(__GNUC__)
+#define TEST_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TEST_PRINTF(f, a)
+#endif
+
+/* Appends one line of at most 255 characters (longer ones are cut) and its
+   newline; aborts when memory runs out. */
+void trace_line(trace_text *t, const char *format, ...) TEST_PRINTF(2, 3);
+void trace_text_free(trace_text *t);
+/* The config lines that open a trace: world, max-radius, hysteresis,
+   moves, shape and one move-every a band. */
+void trace_config(trace_text *t, const aoi_config *c);
+/* An entity's flags as a trace writes them: "W", "M", "WM", or "X" for
+   any other value. */
+const char *flags_word(unsigned flags);
 
 #endif

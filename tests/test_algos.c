@@ -44,10 +44,7 @@ static uint64_t rng_state;
 
 static uint64_t next(void)
 {
-  uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
+  return rng_next(&rng_state);
 }
 
 static double unit(void)

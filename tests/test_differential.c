@@ -103,18 +103,7 @@ static const float max_radii[] = {25, 60, 120, 250, 500};
 static const float hystereses[] = {0.5f, 2.5f, 10, 40};
 static const float quanta[] = {0, 0.25f, 0.5f, 1};
 
-/* ---- random numbers (splitmix64: the same stream everywhere) ----------- */
-
-static uint64_t rng_next(uint64_t *state) {
-  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static size_t rng_below(uint64_t *state, size_t n) {
-  return n ? (size_t)(rng_next(state) % n) : 0;
-}
+/* ---- random numbers (rng_next, rng_below: support.h) --------------------- */
 
 static double rng_unit(uint64_t *state) {
   return (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
@@ -180,8 +169,7 @@ typedef struct diff_case {
   int spectators;
   float borders_x[160], borders_y[160];
   size_t border_count;
-  char *trace;
-  size_t trace_length, trace_capacity;
+  trace_text trace; /* the operations so far */
   uint64_t *got_ids, *want_ids; /* POOL_MAX + 16 each */
   borrowed borrows[POOL_MAX + 8];
   size_t borrow_count;
@@ -229,49 +217,6 @@ static const char *code_name(int code) {
   }
 }
 
-static const char *flags_word(unsigned flags) {
-  return flags == AOI_WATCHER                  ? "W"
-         : flags == AOI_MARKER                 ? "M"
-         : flags == (AOI_WATCHER | AOI_MARKER) ? "WM"
-                                               : "X";
-}
-
-static const char *kind_name(uint32_t kind) {
-  switch (kind) {
-  case AOI_LEAVE:
-    return "leave";
-  case AOI_ENTER:
-    return "enter";
-  case AOI_MOVE:
-    return "move";
-  default:
-    return "(bad kind)";
-  }
-}
-
-static void trace_line(diff_case *c, const char *format, ...) {
-  va_list args;
-  char line[256];
-
-  va_start(args, format);
-  int n = vsnprintf(line, sizeof line, format, args);
-  va_end(args);
-  if (n < 0)
-    return;
-  size_t length = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-  if (c->trace_length + length + 2 > c->trace_capacity) {
-    size_t capacity = 2 * (c->trace_capacity + length + 2);
-    char *grown = realloc(c->trace, capacity);
-    assert_non_null(grown);
-    c->trace = grown;
-    c->trace_capacity = capacity;
-  }
-  memcpy(c->trace + c->trace_length, line, length);
-  c->trace_length += length;
-  c->trace[c->trace_length++] = '\n';
-  c->trace[c->trace_length] = '\0';
-}
-
 /* Reports a mismatch with the case's coordinates, writes the trace so far,
    and fails the test. */
 static void case_fail(diff_case *c, const char *format, ...) {
@@ -287,7 +232,7 @@ static void case_fail(diff_case *c, const char *format, ...) {
   if (f != NULL) {
     fprintf(f, "# test_differential seed %u threads %u shards %u: %s\n",
             c->seed, c->threads, c->shards, message);
-    fwrite(c->trace, 1, c->trace_length, f);
+    fwrite(c->trace.text, 1, c->trace.length, f);
     fclose(f);
   }
   if (c->config.shape == AOI_SHAPE_CELLS)
@@ -450,7 +395,7 @@ static float random_border(diff_case *c, int y_axis) {
 static int op_add(diff_case *c, uint64_t id, float x, float y, float radius,
                   unsigned flags, uint32_t layers, uint32_t interest) {
   char call[192];
-  trace_line(c, "add %" PRIu64 " %.9g %.9g %.9g %s 0x%" PRIx32 " 0x%" PRIx32,
+  trace_line(&c->trace, "add %" PRIu64 " %.9g %.9g %.9g %s 0x%" PRIx32 " 0x%" PRIx32,
              id, (double)x, (double)y, (double)radius, flags_word(flags),
              layers, interest);
   int want = model_add(c->m, id, x, y, radius, flags, layers, interest);
@@ -536,7 +481,7 @@ static void maybe_set_tag(diff_case *c) {
 static int op_move(diff_case *c, uint64_t id, float x, float y) {
   char call[128];
   maybe_set_tag(c);
-  trace_line(c, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
+  trace_line(&c->trace, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(c->m, id, x, y);
   slot *s = slot_of(c, id);
   int got;
@@ -562,7 +507,7 @@ static int op_move(diff_case *c, uint64_t id, float x, float y) {
 
 static int op_radius(diff_case *c, uint64_t id, float radius) {
   char call[128];
-  trace_line(c, "radius %" PRIu64 " %.9g", id, (double)radius);
+  trace_line(&c->trace, "radius %" PRIu64 " %.9g", id, (double)radius);
   int want = model_set_radius(c->m, id, radius);
   int got = aoi_set_radius(c->world, id, radius);
   snprintf(call, sizeof call, "aoi_set_radius(%" PRIu64 ", %.9g)", id,
@@ -577,7 +522,7 @@ static int op_radius(diff_case *c, uint64_t id, float radius) {
 static int op_layers(diff_case *c, uint64_t id, uint32_t layers,
                      uint32_t interest) {
   char call[128];
-  trace_line(c, "layers %" PRIu64 " 0x%" PRIx32 " 0x%" PRIx32, id, layers,
+  trace_line(&c->trace, "layers %" PRIu64 " 0x%" PRIx32 " 0x%" PRIx32, id, layers,
              interest);
   int want = model_set_layers(c->m, id, layers, interest);
   int got = aoi_set_layers(c->world, id, layers, interest);
@@ -590,7 +535,7 @@ static int op_layers(diff_case *c, uint64_t id, uint32_t layers,
 
 static int op_remove(diff_case *c, uint64_t id) {
   char call[64];
-  trace_line(c, "remove %" PRIu64, id);
+  trace_line(&c->trace, "remove %" PRIu64, id);
   int want = model_remove(c->m, id);
   int got = aoi_remove(c->world, id);
   snprintf(call, sizeof call, "aoi_remove(%" PRIu64 ")", id);
@@ -616,7 +561,7 @@ static int op_appeal(diff_case *c, uint64_t id, float appeal) {
   char call[96];
   if (!c->apply_policies)
     return 0;
-  trace_line(c, "appeal %" PRIu64 " %.9g", id, (double)appeal);
+  trace_line(&c->trace, "appeal %" PRIu64 " %.9g", id, (double)appeal);
   int want = model_set_appeal(c->m, id, appeal);
   int got = aoi_set_appeal(c->world, id, appeal);
   snprintf(call, sizeof call, "aoi_set_appeal(%" PRIu64 ", %.9g)", id,
@@ -632,7 +577,7 @@ static int op_cap(diff_case *c, uint64_t id, uint32_t cap) {
   char call[96];
   if (!c->apply_policies)
     return 0;
-  trace_line(c, "cap %" PRIu64 " %" PRIu32, id, cap);
+  trace_line(&c->trace, "cap %" PRIu64 " %" PRIu32, id, cap);
   int want = model_set_cap(c->m, id, cap);
   int got = aoi_set_cap(c->world, id, cap);
   snprintf(call, sizeof call, "aoi_set_cap(%" PRIu64 ", %" PRIu32 ")", id,
@@ -924,7 +869,7 @@ static void check_stats(diff_case *c, size_t model_events_count) {
 static void do_tick(diff_case *c) {
   const model_event *events;
 
-  trace_line(c, "tick");
+  trace_line(&c->trace, "tick");
   int want = model_tick(c->m);
   int got = aoi_tick(c->world);
   check_code(c, "aoi_tick()", got, want);
@@ -1587,11 +1532,6 @@ static void coalesce_ops(diff_case *c) {
 
 /* ---- setting a case up --------------------------------------------------- */
 
-static int compare_u64(const void *pa, const void *pb) {
-  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-  return (a > b) - (a < b);
-}
-
 static void make_pool(diff_case *c) {
   uint64_t ids[POOL_MAX];
   size_t n = 0, want = c->population * 3 / 2 + 24;
@@ -1703,22 +1643,6 @@ static void setup_case(diff_case *c, unsigned seed, aoi_shape shape) {
   make_borders(c);
 }
 
-static void write_config_trace(diff_case *c) {
-  const aoi_config *k = &c->config;
-  trace_line(c, "world %.9g %.9g %.9g %.9g", (double)k->min_x,
-             (double)k->min_y, (double)k->max_x, (double)k->max_y);
-  trace_line(c, "max-radius %.9g", (double)k->max_radius);
-  trace_line(c, "hysteresis %.9g", (double)k->hysteresis);
-  trace_line(c, "moves %s", k->move_events ? "on" : "off");
-  if (k->shape == AOI_SHAPE_CELLS)
-    trace_line(c, "shape cells %.9g", (double)k->cell_size);
-  else
-    trace_line(c, "shape %s", shape_name(k->shape));
-  for (unsigned i = 0; i < k->move_band_count; i++)
-    trace_line(c, "move-every %.9g %" PRIu32,
-               (double)k->move_bands[i].distance, k->move_bands[i].period);
-}
-
 static void free_case(diff_case *c) {
   if (c == NULL)
     return;
@@ -1726,7 +1650,7 @@ static void free_case(diff_case *c) {
   model_destroy(c->m);
   for (size_t i = 0; i < POOL_MAX; i++)
     free(c->slots[i].outbox);
-  free(c->trace);
+  trace_text_free(&c->trace);
   free(c->kept);
   free(c->got_ids);
   free(c->want_ids);
@@ -1776,7 +1700,7 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   c->shards = shards;
   c->config.threads = threads;
   c->config.shards = shards;
-  write_config_trace(c);
+  trace_config(&c->trace, &c->config);
 
   int rc = aoi_create(&c->config, &c->world);
   if (rc != 0)

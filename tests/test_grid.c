@@ -12,19 +12,14 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "support.h"
 
-static void *t_alloc(void *u, size_t n) { (void)u; return malloc(n); }
-static void *t_realloc(void *u, void *p, size_t o, size_t n) { (void)u; (void)o; return realloc(p, n); }
-static void t_free(void *u, void *p, size_t n) { (void)u; (void)n; free(p); }
-static const aoi_allocator A = {t_alloc, t_realloc, t_free, NULL};
+static const aoi_allocator A = {plain_alloc, plain_realloc, plain_free, NULL};
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)
 {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+  return xorshift64(&rng);
 }
 static float coord(double span)
 {

@@ -14,25 +14,21 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "support.h"
 
 #include "../bench/old_hash.h"
 
-static void *t_alloc(void *u, size_t n) { (void)u; return malloc(n); }
-static void *t_realloc(void *u, void *p, size_t o, size_t n) { (void)u; (void)o; return realloc(p, n); }
-static void t_free(void *u, void *p, size_t n) { (void)u; (void)n; free(p); }
-static const aoi_allocator A = {t_alloc, t_realloc, t_free, NULL};
+static const aoi_allocator A = {plain_alloc, plain_realloc, plain_free, NULL};
 
 static int failing_after;
 static void *f_alloc(void *u, size_t n) { (void)u; return failing_after-- > 0 ? malloc(n) : NULL; }
-static const aoi_allocator FAILING = {f_alloc, t_realloc, t_free, NULL};
+static const aoi_allocator FAILING = {f_alloc, plain_realloc, plain_free,
+                                     NULL};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void)
 {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+  return xorshift64(&rng);
 }
 
 static void random_against_model(void **state)

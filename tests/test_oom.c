@@ -37,6 +37,14 @@
  * names the tests to run (a cmocka filter); AOI_TEST_VERBOSE=1 prints what
  * each scenario met.
  *
+ * One call at a time (the tests named *_out_of_memory, at the end): every
+ * allocation of aoi_create, of the queries and aoi_pending, of each of 400
+ * operations, of a tick of those operations and of a tick that moves the
+ * shard cuts is failed in turn, each n (no sampling), on worlds over
+ * api_support.h's bounds: the call returns AOI_ENOMEM and writes nothing,
+ * or (a tick) keeps aoi.h's promise; the world then ends as one that never
+ * failed, what each client was told included, and frees every byte.
+ *
  * Only this thread calls cmocka's asserts; the allocator hooks, which the
  * workers call too, only count with atomics.
  */
@@ -57,25 +65,17 @@
 #include <time.h>
 
 #include "aoi.h"
+#include "api_support.h"
 #include "support.h"
 #include "internal.h" /* aoi__world_valid */
 
-#define ALL UINT32_MAX
-#define WM (AOI_WATCHER | AOI_MARKER)
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ID 2048u /* every scenario's ids are below this */
-#define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
 #define ONWARD COUNTER_ONWARD /* a span: fail every allocation from n on */
 #define EXHAUSTIVE_UP_TO 64
 #define SAMPLES 32
 
-typedef struct layout {
-  unsigned threads, shards;
-} layout;
-
-static const layout every_layout[] = {{1, 1}, {1, 3}, {1, 8}, {2, 1}, {2, 3},
-                                      {2, 8}, {4, 1}, {4, 3}, {4, 8}};
-/* For the heavier steps: each thread count and each shard count once. */
+/* Every layout: api_support.h's `layouts`. For the heavier steps: each
+   thread count and each shard count once. */
 static const layout spread_layouts[] = {{1, 1}, {1, 8}, {2, 3}, {4, 1}, {4, 8}};
 /* For the "onward" reruns. */
 static const layout few_layouts[] = {{1, 1}, {2, 3}, {4, 8}};
@@ -85,21 +85,7 @@ static char where[256];
 /* AOI_OOM_STRIDE; 0 = the default sampling. */
 static long long stride_env;
 
-/* ---- a counting, failing allocator: support.h ------------------------- */
-
-static void expect_all_freed(counter *c)
-{
-  if (atomic_load(&c->live_blocks) != 0 || atomic_load(&c->live_bytes) != 0)
-    fail_msg("%s: %lld blocks (%lld bytes) not freed", where,
-             (long long)atomic_load(&c->live_blocks),
-             (long long)atomic_load(&c->live_bytes));
-  if (atomic_load(&c->wrong_sizes) != 0)
-    fail_msg("%s: %lld frees or reallocs gave a wrong size, the last %lld "
-             "for a block of %lld bytes",
-             where, (long long)atomic_load(&c->wrong_sizes),
-             (long long)atomic_load(&c->wrong_given),
-             (long long)atomic_load(&c->wrong_actual));
-}
+/* ---- sampling ----------------------------------------------------------- */
 
 /* Which n to fail, of `needed`, on the layout of index `li`. */
 static bool sampled(long long n, long long needed, size_t li)
@@ -133,22 +119,6 @@ static float pick(uint64_t id, uint64_t salt, float lo, float hi)
 }
 
 /* ---- events and the client picture (records: support.h) ----------------- */
-
-static const char *kind_name(uint32_t kind)
-{
-  return kind == AOI_LEAVE   ? "leave"
-         : kind == AOI_ENTER ? "enter"
-         : kind == AOI_MOVE  ? "move"
-                             : "?";
-}
-
-static bool record_equal(const record *a, const record *b)
-{
-  return a->watcher == b->watcher && a->event.id == b->event.id &&
-         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
-         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
-         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
-}
 
 /* One entity in a watcher's picture: where it was last told to be, and the
    tick that added the incarnation of the id it shows. */
@@ -246,7 +216,7 @@ static void side_close(side *s)
   aoi_destroy(s->w);
   s->w = NULL;
   if (s->c != NULL)
-    expect_all_freed(s->c);
+    expect_all_freed(s->c, where);
   side_free(s);
 }
 
@@ -645,19 +615,19 @@ static void s_drain(side *s)
   }
 }
 
-typedef struct answer {
+typedef struct side_answer {
   uint64_t ids[MAX_ID];
   size_t count;
-} answer;
+} side_answer;
 
-static void answer_clear(answer *a)
+static void answer_clear(side_answer *a)
 {
   for (size_t i = 0; i < MAX_ID; i++)
     a->ids[i] = SENTINEL;
   a->count = 777;
 }
 
-static void expect_untouched(const answer *a, const char *call)
+static void expect_untouched(const side_answer *a, const char *call)
 {
   if (a->count != 777)
     fail_msg("%s: %s failed and wrote its count", where, call);
@@ -667,7 +637,7 @@ static void expect_untouched(const answer *a, const char *call)
 }
 
 static void s_circle(side *s, float x, float y, float radius, uint32_t mask,
-                     answer *a)
+                     side_answer *a)
 {
   for (;;) {
     answer_clear(a);
@@ -685,7 +655,7 @@ static void s_circle(side *s, float x, float y, float radius, uint32_t mask,
   }
 }
 
-static int s_watchers_of(side *s, uint64_t id, answer *a)
+static int s_watchers_of(side *s, uint64_t id, side_answer *a)
 {
   for (;;) {
     answer_clear(a);
@@ -704,7 +674,7 @@ static int s_watchers_of(side *s, uint64_t id, answer *a)
 }
 
 /* aoi_view never allocates. */
-static int s_view(side *s, uint64_t id, answer *a)
+static int s_view(side *s, uint64_t id, side_answer *a)
 {
   answer_clear(a);
   long long before = attempts(s);
@@ -733,7 +703,8 @@ static void converge(side *s, uint64_t max_id)
   s_drain(s);
 }
 
-static void expect_same_ids(const answer *got, const answer *want,
+static void expect_same_ids(const side_answer *got,
+                            const side_answer *want,
                             const char *what, uint64_t id)
 {
   bool same = got->count == want->count;
@@ -814,7 +785,7 @@ static void expect_same_log(const side *s, const side *ref)
    a picture. */
 static void expect_self_consistent(side *s, uint64_t max_id)
 {
-  static answer view;
+  static side_answer view;
   for (uint64_t w = 0; w < max_id; w++) {
     const seen_list *l = &s->picture[w];
     if (!(s->flags[w] & AOI_WATCHER)) {
@@ -857,7 +828,7 @@ static void expect_self_consistent(side *s, uint64_t max_id)
    radius is seen, and nothing seen is beyond the radius plus hysteresis. */
 static void expect_views_in_reach(side *s, uint64_t max_id)
 {
-  static answer view;
+  static side_answer view;
   static bool in_view[MAX_ID];
   for (uint64_t w = 1; w < max_id; w++) {
     if (!(s->flags[w] & AOI_WATCHER))
@@ -902,7 +873,7 @@ static void expect_converged(side *s, side *ref, uint64_t max_id)
     expect_views_in_reach(s, max_id);
     return;
   }
-  static answer got, want;
+  static side_answer got, want;
   for (uint64_t id = 0; id < max_id; id++) {
     int rg = s_view(s, id, &got), rw = s_view(ref, id, &want);
     if (rg != rw)
@@ -956,7 +927,7 @@ typedef struct failure_mode {
 
 static const failure_mode once = {1, 0}, onward = {ONWARD, 0};
 
-static void run_scenario(const scenario *sc, const layout *layouts,
+static void run_scenario(const scenario *sc, const layout *among,
                          size_t layout_count, failure_mode mode)
 {
   const char *mode_name = mode.period > 0       ? " every k-th"
@@ -965,7 +936,7 @@ static void run_scenario(const scenario *sc, const layout *layouts,
   tally t = {0};
   clock_t cpu = clock();
   for (size_t li = 0; li < layout_count; li++) {
-    layout l = layouts[li];
+    layout l = among[li];
     snprintf(where, sizeof(where), "%s, threads %u shards %u, reference",
              sc->name, l.threads, l.shards);
     side *ref = side_open(l, false, sc->hysteresis);
@@ -1070,7 +1041,7 @@ static void create_fails_cleanly(layout l, long long span, size_t li)
   assert_int_equal(aoi_create(&config, &w), 0);
   long long needed = atomic_load(&c.attempts);
   aoi_destroy(w);
-  expect_all_freed(&c);
+  expect_all_freed(&c, where);
   assert_true(needed > 0);
   for (long long n = 1; n <= needed; n++) {
     if (!sampled(n, needed, li))
@@ -1087,7 +1058,7 @@ static void create_fails_cleanly(layout l, long long span, size_t li)
       fail_msg("%s: aoi_create returned %d (%s)", where, rc, aoi_strerror(rc));
     if (w != sentinel)
       fail_msg("%s: aoi_create failed and wrote *out", where);
-    expect_all_freed(&c);
+    expect_all_freed(&c, where);
   }
   /* Memory back: the same config makes a world that works. */
   counter_reset(&c);
@@ -1104,16 +1075,16 @@ static void create_fails_cleanly(layout l, long long span, size_t li)
   assert_int_equal(id, 2);
   assert_true(aoi__world_valid(w));
   aoi_destroy(w);
-  expect_all_freed(&c);
+  expect_all_freed(&c, where);
 }
 
 static void test_create_oom(void **state)
 {
   (void)state;
   static const layout more[] = {{8, 64}, {3, 1000}};
-  for (size_t l = 0; l < COUNT_OF(every_layout); l++) {
-    create_fails_cleanly(every_layout[l], 1, l);
-    create_fails_cleanly(every_layout[l], ONWARD, l);
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    create_fails_cleanly(layouts[l], 1, l);
+    create_fails_cleanly(layouts[l], ONWARD, l);
   }
   for (size_t l = 0; l < COUNT_OF(more); l++)
     create_fails_cleanly(more[l], 1, l);
@@ -1206,7 +1177,7 @@ static void test_op_queue_oom(void **state)
   (void)state;
   static const scenario sc = {"op queue", 1300, setup_corner_crowd,
                               step_queue_ops, 0};
-  run_scenario(&sc, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&sc, layouts, COUNT_OF(layouts), once);
 }
 
 /* 20 entities in shard 0. */
@@ -1283,7 +1254,7 @@ static const scenario plain_tick = {"plain tick", 500, setup_plain, step_tick,
 static void test_tick_plain_oom(void **state)
 {
   (void)state;
-  run_scenario(&plain_tick, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&plain_tick, layouts, COUNT_OF(layouts), once);
 }
 
 /* 400 watchers added in a crowd over several shards: their first tick
@@ -1361,7 +1332,7 @@ static const scenario handoff_tick = {"handoff tick", 900, setup_handoffs,
 static void test_tick_handoffs_oom(void **state)
 {
   (void)state;
-  run_scenario(&handoff_tick, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&handoff_tick, layouts, COUNT_OF(layouts), once);
 }
 
 /* 800 markers and 100 watchers of radius 5: few ghosts. Then ten watchers
@@ -1389,7 +1360,7 @@ static const scenario ghost_tick = {"ghost tick", 1000, setup_ghosts, step_tick,
 static void test_tick_ghosts_oom(void **state)
 {
   (void)state;
-  run_scenario(&ghost_tick, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&ghost_tick, layouts, COUNT_OF(layouts), once);
 }
 
 /* 300 watchers that see each other; the host does not drain for five
@@ -1471,7 +1442,7 @@ static const scenario respawn = {"respawn after a failed tick", 40,
 static void test_respawn_after_failed_tick_oom(void **state)
 {
   (void)state;
-  run_scenario(&respawn, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&respawn, layouts, COUNT_OF(layouts), once);
   run_scenario(&respawn, few_layouts, COUNT_OF(few_layouts), onward);
 }
 
@@ -1536,8 +1507,8 @@ static void setup_queries(side *s)
 
 static void step_queries(side *s)
 {
-  static answer buffer;
-  answer *a = &buffer;
+  static side_answer buffer;
+  side_answer *a = &buffer;
   s_drain(s); /* aoi_pending grows its id, scratch and sort buffers */
   assert_int_equal(s_watchers_of(s, 300, a), 0);
   assert_true(a->count > 8);
@@ -1550,7 +1521,525 @@ static void test_queries_oom(void **state)
 {
   (void)state;
   static const scenario sc = {"queries", 400, setup_queries, step_queries, 0};
-  run_scenario(&sc, every_layout, COUNT_OF(every_layout), once);
+  run_scenario(&sc, layouts, COUNT_OF(layouts), once);
+}
+
+/* ---- one call at a time ------------------------------------------------ */
+
+/* The tests below fail every allocation of one call (aoi_create, the
+   queries and aoi_pending, an operation, a tick, a tick that moves the
+   cuts) in turn, with the allocator of support.h and no sampling, and
+   compare with a world that never failed. */
+
+static void test_create_out_of_memory(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_config config = config_for(layouts[l], 30);
+    config.allocator = &hooks;
+    aoi_world *w = create_or_fail(&config);
+    long long needed = atomic_load(&c.attempts);
+    assert_true(needed > 0);
+    aoi_destroy(w);
+    expect_all_freed(&c, NULL);
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      counter_arm(&c, n, 1);
+      aoi_world *const sentinel = (aoi_world *)&current_layout;
+      w = sentinel;
+      int rc = aoi_create(&config, &w);
+      if (rc != AOI_ENOMEM)
+        fail_msg("threads %u shards %u: failing allocation %lld of %lld: "
+                 "aoi_create returned %d",
+                 layouts[l].threads, layouts[l].shards, n, needed, rc);
+      assert_ptr_equal(w, sentinel);
+      expect_all_freed(&c, NULL);
+    }
+    /* Failing one past the last does not matter. */
+    counter_reset(&c);
+    counter_arm(&c, needed + 1, 1);
+    w = create_or_fail(&config);
+    aoi_destroy(w);
+    expect_all_freed(&c, NULL);
+  }
+}
+
+/* Queries and aoi_pending may need memory too: on AOI_ENOMEM they write
+   nothing, and the same call succeeds once memory is back. */
+static void test_queries_out_of_memory(void **state)
+{
+  (void)state;
+  counter c;
+  counter_reset(&c);
+  aoi_allocator hooks = counting_allocator(&c);
+  aoi_config config = config_for((layout){2, 3}, 200);
+  config.allocator = &hooks;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 200; id++)
+    assert_int_equal(test_add(w, id, (float)(id % 20) * 5, (float)(id / 20) * 9,
+                             30, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  int failures = 0;
+  for (long long n = 1; n <= 8; n++) {
+    uint64_t ids[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
+    size_t count = 777;
+    counter_arm(&c, n, 1);
+    int rc = aoi_query_circle(w, 50, 50, 200, ALL, ids, 4, &count);
+    counter_disarm(&c);
+    if (rc == AOI_ENOMEM) {
+      failures++;
+      assert_int_equal(count, 777);
+      for (int i = 0; i < 4; i++)
+        assert_int_equal(ids[i], SENTINEL);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(count, 200);
+    }
+    assert_int_equal(aoi_query_circle(w, 50, 50, 200, ALL, ids, 4, &count), 0);
+    assert_int_equal(count, 200);
+    assert_int_equal(ids[3], 4);
+
+    const uint64_t *pending = NULL;
+    count = 777;
+    counter_arm(&c, n, 1);
+    rc = aoi_pending(w, &pending, &count);
+    counter_disarm(&c);
+    if (rc == AOI_ENOMEM) {
+      failures++;
+      assert_int_equal(count, 777);
+      assert_null(pending);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(count, 200);
+    }
+  }
+  assert_true(failures > 0);
+  const uint64_t *pending;
+  size_t count;
+  assert_int_equal(aoi_pending(w, &pending, &count), 0);
+  assert_int_equal(count, 200);
+  for (size_t i = 0; i < count; i++)
+    assert_int_equal(pending[i], i + 1);
+  aoi_destroy(w);
+  expect_all_freed(&c, NULL);
+}
+
+/* Operation i of a tick's worth of changes to a world of 160 entities:
+   adds (more than fit the first tables), moves, radius and mask changes,
+   removes and re-adds, some of which fail with EEXIST or ENOENT. */
+#define SCRIPT_OPS 400
+
+static int script_op(aoi_world *w, int i)
+{
+  uint64_t id = 1 + (uint64_t)(i % 160);
+  float x = (float)((i * 37) % 100), y = (float)((i * 53) % 100);
+  switch (i % 5) {
+  case 0:
+  case 1:
+    return test_add(w, 1000 + (uint64_t)i, x, y, 12, WM, ALL, ALL);
+  case 2:
+    return aoi_move(w, id, x, y);
+  case 3:
+    return i % 2 ? aoi_set_radius(w, id, (float)(i % 20))
+                 : aoi_set_layers(w, id, 1 + (uint32_t)(i % 3), ALL);
+  default:
+    return i % 3 ? aoi_remove(w, id) : test_add(w, id, x, y, 10, WM, ALL, ALL);
+  }
+}
+
+static aoi_world *scripted_world(layout l, const aoi_allocator *hooks)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 160; id++)
+    assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
+                             (float)((id * 61) % 100), 12, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  records r = {0};
+  drain_all(w, &r);
+  records_free(&r);
+  return w;
+}
+
+/* Every allocation an operation makes may fail: the operation then returns
+   AOI_ENOMEM and changes nothing, and the world goes on as if it had not
+   been called. */
+static void test_operations_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = scripted_world(some[l], &hooks);
+    long long before = atomic_load(&c.attempts);
+    for (int i = 0; i < SCRIPT_OPS; i++)
+      (void)script_op(w, i);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_destroy(w);
+    /* the handle tables and the id map grow, one allocation each */
+    assert_true(needed >= 2);
+    long long failures = 0;
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      w = scripted_world(some[l], &hooks);
+      aoi_world *ref = scripted_world(some[l], NULL);
+      counter_arm(&c, n, 1);
+      int failed = 0;
+      for (int i = 0; i < SCRIPT_OPS; i++) {
+        int rc = script_op(w, i);
+        if (rc == AOI_ENOMEM) {
+          failed++;
+          continue;
+        }
+        int want = script_op(ref, i);
+        if (rc != want)
+          fail_msg("allocation %lld: op %d returned %d, reference %d", n, i,
+                   rc, want);
+      }
+      assert_true(failed <= 1);
+      failures += failed;
+      counter_disarm(&c);
+      records got = {0}, want = {0};
+      tick_and_drain(w, &got);
+      tick_and_drain(ref, &want);
+      expect_records(&got, want.items, want.count);
+      records_free(&got);
+      records_free(&want);
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c, NULL);
+    }
+    assert_true(failures > 0);
+  }
+}
+
+/* ---- one call at a time: what a client was told ------------------------ */
+
+/* The picture a client would hold if it applied every event it was sent:
+   (watcher, entity) -> last told position. Applying an enter for something
+   it already has, or a leave or move for something it lacks, is a lost or
+   duplicated event and fails the test. An open-addressing table. */
+typedef struct told_entry {
+  uint64_t watcher, id;
+  float x, y;
+  int used;
+} told_entry;
+
+typedef struct told_map {
+  told_entry *slots;
+  size_t capacity, count;
+} told_map;
+
+static size_t told_slot(const told_map *p, uint64_t watcher, uint64_t id)
+{
+  uint64_t h = watcher * 0x9e3779b97f4a7c15ull ^ (id + 0x632be59bd9b4e019ull);
+  h ^= h >> 29;
+  size_t i = (size_t)h & (p->capacity - 1);
+  while (p->slots[i].used &&
+         (p->slots[i].watcher != watcher || p->slots[i].id != id))
+    i = (i + 1) & (p->capacity - 1);
+  return i;
+}
+
+static void told_grow(told_map *p)
+{
+  told_map bigger = {calloc(p->capacity ? p->capacity * 2 : 1024,
+                            sizeof(told_entry)),
+                     p->capacity ? p->capacity * 2 : 1024, 0};
+  assert_non_null(bigger.slots);
+  for (size_t i = 0; i < p->capacity; i++)
+    if (p->slots[i].used) {
+      bigger.slots[told_slot(&bigger, p->slots[i].watcher, p->slots[i].id)] =
+          p->slots[i];
+      bigger.count++;
+    }
+  free(p->slots);
+  *p = bigger;
+}
+
+static void told_remove(told_map *p, size_t i)
+{
+  /* backward-shift deletion keeps probe runs intact */
+  p->slots[i].used = 0;
+  p->count--;
+  for (size_t j = (i + 1) & (p->capacity - 1); p->slots[j].used;
+       j = (j + 1) & (p->capacity - 1)) {
+    told_entry e = p->slots[j];
+    p->slots[j].used = 0;
+    p->slots[told_slot(p, e.watcher, e.id)] = e;
+  }
+}
+
+static void told_apply(told_map *p, const records *r)
+{
+  for (size_t k = 0; k < r->count; k++) {
+    if ((p->count + 1) * 2 > p->capacity)
+      told_grow(p);
+    const record *e = &r->items[k];
+    size_t i = told_slot(p, e->watcher, e->event.id);
+    int have = p->slots[i].used;
+    switch (e->event.kind) {
+    case AOI_ENTER:
+      if (have)
+        fail_msg("watcher %llu: enter %llu, which it already sees",
+                 (unsigned long long)e->watcher,
+                 (unsigned long long)e->event.id);
+      p->slots[i] = (told_entry){e->watcher, e->event.id, e->event.x,
+                                 e->event.y, 1};
+      p->count++;
+      break;
+    case AOI_LEAVE:
+      if (!have)
+        fail_msg("watcher %llu: leave %llu, which it does not see",
+                 (unsigned long long)e->watcher,
+                 (unsigned long long)e->event.id);
+      told_remove(p, i);
+      break;
+    default:
+      if (!have)
+        fail_msg("watcher %llu: move %llu, which it does not see",
+                 (unsigned long long)e->watcher,
+                 (unsigned long long)e->event.id);
+      p->slots[i].x = e->event.x;
+      p->slots[i].y = e->event.y;
+      break;
+    }
+  }
+}
+
+/* A removed watcher's client is gone: a re-added one starts from nothing. */
+static void told_forget(told_map *p, uint64_t watcher)
+{
+  told_map kept = {calloc(p->capacity, sizeof(told_entry)), p->capacity, 0};
+  assert_non_null(kept.slots);
+  for (size_t i = 0; i < p->capacity; i++)
+    if (p->slots[i].used && p->slots[i].watcher != watcher) {
+      kept.slots[told_slot(&kept, p->slots[i].watcher, p->slots[i].id)] =
+          p->slots[i];
+      kept.count++;
+    }
+  free(p->slots);
+  *p = kept;
+}
+
+static void expect_same_told(const told_map *got, const told_map *want)
+{
+  if (got->count != want->count)
+    fail_msg("the client picture holds %zu entries, %zu expected", got->count,
+             want->count);
+  for (size_t i = 0; i < want->capacity; i++) {
+    const told_entry *e = &want->slots[i];
+    if (!e->used)
+      continue;
+    const told_entry *g = &got->slots[told_slot(got, e->watcher, e->id)];
+    if (!g->used || g->x != e->x || g->y != e->y)
+      fail_msg("watcher %llu's picture of %llu differs",
+               (unsigned long long)e->watcher, (unsigned long long)e->id);
+  }
+}
+
+static void drain_told(aoi_world *w, told_map *p, records *copy)
+{
+  records r = {0};
+  drain_all(w, &r);
+  told_apply(p, &r);
+  if (copy != NULL)
+    for (size_t i = 0; i < r.count; i++)
+      records_push(copy, r.items[i].watcher, &r.items[i].event);
+  records_free(&r);
+}
+
+/* scripted_world, keeping the first tick's events in a picture. */
+static aoi_world *told_world(layout l, const aoi_allocator *hooks,
+                             told_map *p)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 160; id++)
+    assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
+                             (float)((id * 61) % 100), 12, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  drain_told(w, p, NULL);
+  return w;
+}
+
+/* Every allocation a tick makes may fail, and aoi_tick then keeps the
+   header's promise: either nothing was applied (stats.tick unchanged) and
+   the next tick is exact, or everything was applied and the watchers that
+   missed their events catch up at the next tick, so that what each client
+   was told adds up to exactly what the reference world told it: nothing
+   lost, nothing duplicated, positions current. */
+static void test_tick_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 1}, {2, 3}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = scripted_world(some[l], &hooks);
+    for (int i = 0; i < SCRIPT_OPS; i++)
+      (void)script_op(w, i);
+    long long before = atomic_load(&c.attempts);
+    assert_int_equal(aoi_tick(w), 0);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_destroy(w);
+    assert_true(needed > 3);
+    int not_started = 0, degraded = 0;
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      told_map pw = {0}, pr = {0};
+      w = told_world(some[l], &hooks, &pw);
+      aoi_world *ref = told_world(some[l], NULL, &pr);
+      for (int i = 0; i < SCRIPT_OPS; i++) {
+        int rc = script_op(w, i);
+        assert_int_equal(rc, script_op(ref, i));
+        if (rc == 0 && i % 5 == 4 && i % 3 != 0) { /* a removal */
+          told_forget(&pw, 1 + (uint64_t)(i % 160));
+          told_forget(&pr, 1 + (uint64_t)(i % 160));
+        }
+      }
+      counter_arm(&c, n, 1);
+      int rc = aoi_tick(w);
+      counter_disarm(&c);
+      assert_int_equal(aoi_tick(ref), 0);
+      aoi_stats s;
+      assert_int_equal(aoi_world_stats(w, &s), 0);
+      if (rc != 0 && rc != AOI_ENOMEM)
+        fail_msg("allocation %lld of the tick: aoi_tick returned %d", n, rc);
+      records got = {0}, want = {0};
+      if (getenv("AOI_TEST_VERBOSE"))
+        fprintf(stderr, "allocation %lld of %lld: %s, tick %llu\n", n, needed,
+                aoi_strerror(rc), (unsigned long long)s.tick);
+      if (s.tick == 1) {
+        /* Not started: the queued operations apply at the next tick. */
+        assert_int_equal(rc, AOI_ENOMEM);
+        not_started++;
+        assert_int_equal(aoi_tick(w), 0);
+        drain_told(ref, &pr, &want);
+        drain_told(w, &pw, &got);
+        expect_records(&got, want.items, want.count);
+      } else {
+        assert_int_equal(s.tick, 2);
+        drain_told(w, &pw, &got);
+        drain_told(ref, &pr, &want);
+        if (rc == 0)
+          expect_records(&got, want.items, want.count);
+        else
+          degraded++;
+      }
+      /* One more round of moves: views and pictures agree again. */
+      for (uint64_t id = 1; id <= 160; id += 4) {
+        int a = aoi_move(w, id, 50, 50), b = aoi_move(ref, id, 50, 50);
+        assert_int_equal(a, b);
+      }
+      assert_int_equal(aoi_tick(w), 0);
+      assert_int_equal(aoi_tick(ref), 0);
+      drain_told(w, &pw, NULL);
+      drain_told(ref, &pr, NULL);
+      expect_same_told(&pw, &pr);
+      for (uint64_t id = 1; id <= 2000; id++) {
+        answer a, b;
+        int ra = aoi_view(w, id, a.ids, MAX_IDS, &a.count);
+        int rb = aoi_view(ref, id, b.ids, MAX_IDS, &b.count);
+        assert_int_equal(ra, rb);
+        if (ra == 0)
+          expect_ids(&a, b.ids, b.count);
+      }
+      assert_true(aoi__world_valid(w));
+      records_free(&got);
+      records_free(&want);
+      free(pw.slots);
+      free(pr.slots);
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c, NULL);
+    }
+    /* Both ways of failing were reached. */
+    assert_true(not_started > 0);
+    assert_true(degraded > 0);
+  }
+}
+
+/* A tick that moves the shard cuts (every entity may change shard) fails
+   at each of its allocations in turn: no entity is lost, the world stays
+   valid, and once a tick succeeds every view equals a world that never
+   failed (hysteresis 0, so views do not depend on history). */
+static aoi_world *crowded_world(layout l, const aoi_allocator *hooks)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  config.rebalance_interval = 2; /* tick 2 may move the cuts */
+  aoi_world *w = create_or_fail(&config);
+  for (uint64_t id = 1; id <= 300; id++) /* most in one corner */
+    assert_int_equal(test_add(w, id, (float)(id % 4 ? (id * 7) % 20 : (id * 37) % 100),
+                             (float)(id % 4 ? (id * 13) % 20 : (id * 61) % 100),
+                             10, WM, ALL, ALL),
+                     0);
+  assert_int_equal(aoi_tick(w), 0);
+  records r = {0};
+  drain_all(w, &r);
+  records_free(&r);
+  for (uint64_t id = 1; id <= 300; id += 3) /* walks, some across cuts */
+    assert_int_equal(aoi_move(w, id, (float)((id * 11) % 100), (float)((id * 17) % 100)), 0);
+  return w;
+}
+
+static void test_relayout_tick_out_of_memory(void **state)
+{
+  (void)state;
+  static const layout some[] = {{1, 4}, {2, 4}, {4, 8}};
+  for (size_t l = 0; l < COUNT_OF(some); l++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_world *w = crowded_world(some[l], &hooks);
+    long long before = atomic_load(&c.attempts);
+    assert_int_equal(aoi_tick(w), 0);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_stats s;
+    assert_int_equal(aoi_world_stats(w, &s), 0);
+    assert_int_equal(s.rebalances, 1); /* the cuts did move */
+    aoi_destroy(w);
+    for (long long n = 1; n <= needed; n++) {
+      counter_reset(&c);
+      w = crowded_world(some[l], &hooks);
+      aoi_world *ref = crowded_world(some[l], NULL);
+      counter_arm(&c, n, 1);
+      int rc = aoi_tick(w);
+      counter_disarm(&c);
+      assert_true(rc == 0 || rc == AOI_ENOMEM);
+      assert_true(aoi__world_valid(w));
+      assert_int_equal(aoi_tick(ref), 0);
+      if (aoi_world_stats(w, &s) == 0 && s.tick == 1)
+        assert_int_equal(aoi_tick(w), 0); /* did not start: now it does */
+      assert_int_equal(aoi_tick(w), 0);
+      assert_int_equal(aoi_tick(ref), 0);
+      assert_true(aoi__world_valid(w));
+      assert_int_equal(aoi_world_stats(w, &s), 0);
+      assert_int_equal(s.entities, 300);
+      for (uint64_t id = 1; id <= 300; id++) {
+        answer a, b;
+        assert_int_equal(aoi_view(w, id, a.ids, MAX_IDS, &a.count), 0);
+        assert_int_equal(aoi_view(ref, id, b.ids, MAX_IDS, &b.count), 0);
+        assert_true(b.count <= MAX_IDS);
+        expect_ids(&a, b.ids, b.count);
+      }
+      aoi_destroy(ref);
+      aoi_destroy(w);
+      expect_all_freed(&c, NULL);
+    }
+  }
 }
 
 int main(void)
@@ -1581,6 +2070,11 @@ int main(void)
       cmocka_unit_test_teardown(test_ticks_hysteresis_oom, close_open_sides),
       cmocka_unit_test_teardown(test_repeated_failures_oom, close_open_sides),
       cmocka_unit_test_teardown(test_queries_oom, close_open_sides),
+      cmocka_unit_test(test_create_out_of_memory),
+      cmocka_unit_test(test_queries_out_of_memory),
+      cmocka_unit_test(test_operations_out_of_memory),
+      cmocka_unit_test(test_tick_out_of_memory),
+      cmocka_unit_test(test_relayout_tick_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

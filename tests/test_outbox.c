@@ -10,12 +10,12 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "support.h"
 
 static int failing;
 static void *t_alloc(void *u, size_t n) { (void)u; return failing ? NULL : malloc(n); }
 static void *t_realloc(void *u, void *p, size_t o, size_t n) { (void)u; (void)o; return failing ? NULL : realloc(p, n); }
-static void t_free(void *u, void *p, size_t n) { (void)u; (void)n; free(p); }
-static const aoi_allocator A = {t_alloc, t_realloc, t_free, NULL};
+static const aoi_allocator A = {t_alloc, t_realloc, plain_free, NULL};
 
 static void appends_keep_order(void **state)
 {

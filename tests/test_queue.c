@@ -126,14 +126,6 @@ static void tick_ok(aoi_world *w)
              current.shards, aoi_strerror(rc));
 }
 
-static int record_equal(const record *a, const record *b)
-{
-  return a->watcher == b->watcher && a->event.id == b->event.id &&
-         a->event.kind == b->event.kind && a->event.tick == b->event.tick &&
-         memcmp(&a->event.x, &b->event.x, sizeof(float)) == 0 &&
-         memcmp(&a->event.y, &b->event.y, sizeof(float)) == 0;
-}
-
 static void expect_same_records(const records *got, const records *want)
 {
   size_t n = got->count < want->count ? got->count : want->count;

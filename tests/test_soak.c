@@ -179,10 +179,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-  uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
+  return rng_next(&rng_state);
 }
 
 /* Uniform in [0, n); n > 0. */
@@ -631,13 +628,6 @@ static size_t picture_find(const picture *p, uint64_t id)
   return SIZE_MAX;
 }
 
-static const char *kind_name(uint32_t kind)
-{
-  return kind == AOI_LEAVE ? "leave" : kind == AOI_ENTER ? "enter"
-                                   : kind == AOI_MOVE    ? "move"
-                                                         : "?";
-}
-
 /* Applies what watcher `wi` drained, checking each event as a client would
    and against the host's record of the crowd. */
 static void apply_events(uint32_t wi, const aoi_event *events, size_t count)
@@ -805,12 +795,6 @@ static void check_counts(void)
   if (w->handle_count > S.handles_bound)
     soak_fail("handle high-water %u, but at most %u were ever in use at once",
               w->handle_count, S.handles_bound);
-}
-
-static int compare_u64(const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
 }
 
 static int sorted_holds(const uint64_t *ids, size_t n, uint64_t id)

@@ -193,33 +193,8 @@ typedef struct fuzz_run {
   model *m;
   slot slots[ID_COUNT];
   uint32_t tick;
-  char *trace; /* the operations so far, as a trace */
-  size_t trace_length, trace_capacity;
+  trace_text trace; /* the operations so far */
 } fuzz_run;
-
-static void trace_line(fuzz_run *f, const char *format, ...) {
-  char line[256];
-  va_list args;
-
-  va_start(args, format);
-  int n = vsnprintf(line, sizeof line, format, args);
-  va_end(args);
-  if (n < 0)
-    return;
-  size_t length = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-  if (f->trace_length + length + 2 > f->trace_capacity) {
-    size_t capacity = 2 * (f->trace_capacity + length + 2);
-    char *grown = realloc(f->trace, capacity);
-    if (grown == NULL)
-      abort();
-    f->trace = grown;
-    f->trace_capacity = capacity;
-  }
-  memcpy(f->trace + f->trace_length, line, length);
-  f->trace_length += length;
-  f->trace[f->trace_length++] = '\n';
-  f->trace[f->trace_length] = '\0';
-}
 
 _Noreturn static void fail(fuzz_run *f, const char *format, ...) {
   va_list args;
@@ -231,7 +206,7 @@ _Noreturn static void fail(fuzz_run *f, const char *format, ...) {
   fprintf(stderr, "\nfuzz_api: layout --threads %u --shards %u; the "
                   "operations so far as a trace:\n%s",
           f->config.threads, f->config.shards,
-          f->trace != NULL ? f->trace : "");
+          f->trace.text != NULL ? f->trace.text : "");
   abort();
 }
 
@@ -239,13 +214,6 @@ static void check_code(fuzz_run *f, const char *call, int got, int want) {
   if (got != want)
     fail(f, "%s returned %d (%s), the model %d (%s)", call, got,
          aoi_strerror(got), want, aoi_strerror(want));
-}
-
-static const char *flags_word(unsigned flags) {
-  return flags == AOI_WATCHER                  ? "W"
-         : flags == AOI_MARKER                 ? "M"
-         : flags == (AOI_WATCHER | AOI_MARKER) ? "WM"
-                                               : "X";
 }
 
 static size_t slot_index(uint64_t id) {
@@ -303,7 +271,7 @@ static void op_add(fuzz_run *f, reader *r) {
   uint32_t interest = masks[next_byte(r) % MASK_COUNT];
   uint64_t id = ids[index];
 
-  trace_line(f, "add %" PRIu64 " %.9g %.9g %.9g %s 0x%" PRIx32 " 0x%" PRIx32,
+  trace_line(&f->trace, "add %" PRIu64 " %.9g %.9g %.9g %s 0x%" PRIx32 " 0x%" PRIx32,
              id, (double)x, (double)y, (double)radius, flags_word(flags),
              layers, interest);
   int want = model_add(f->m, id, x, y, radius, flags, layers, interest);
@@ -344,7 +312,7 @@ static void move_to(fuzz_run *f, size_t index, float x, float y,
                     int by_ref) {
   uint64_t id = ids[index];
 
-  trace_line(f, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
+  trace_line(&f->trace, "move %" PRIu64 " %.9g %.9g", id, (double)x, (double)y);
   int want = model_move(f->m, id, x, y);
   int got;
   if (by_ref)
@@ -378,7 +346,7 @@ static void op_radius(fuzz_run *f, reader *r) {
   float radius = radius_of(f, next_byte(r));
   uint64_t id = ids[index];
 
-  trace_line(f, "radius %" PRIu64 " %.9g", id, (double)radius);
+  trace_line(&f->trace, "radius %" PRIu64 " %.9g", id, (double)radius);
   int want = model_set_radius(f->m, id, radius);
   int got = aoi_set_radius(f->world, id, radius);
   check_code(f, "aoi_set_radius", got, want);
@@ -392,7 +360,7 @@ static void op_layers(fuzz_run *f, reader *r) {
   uint32_t interest = masks[next_byte(r) % MASK_COUNT];
   uint64_t id = ids[index];
 
-  trace_line(f, "layers %" PRIu64 " 0x%" PRIx32 " 0x%" PRIx32, id, layers,
+  trace_line(&f->trace, "layers %" PRIu64 " 0x%" PRIx32 " 0x%" PRIx32, id, layers,
              interest);
   int want = model_set_layers(f->m, id, layers, interest);
   int got = aoi_set_layers(f->world, id, layers, interest);
@@ -403,7 +371,7 @@ static void op_remove(fuzz_run *f, reader *r) {
   size_t index = next_byte(r) % ID_COUNT;
   uint64_t id = ids[index];
 
-  trace_line(f, "remove %" PRIu64, id);
+  trace_line(&f->trace, "remove %" PRIu64, id);
   int want = model_remove(f->m, id);
   int got = aoi_remove(f->world, id);
   check_code(f, "aoi_remove", got, want);
@@ -446,11 +414,6 @@ static void drain_and_compare(fuzz_run *f, size_t index) {
     fail(f, "aoi_drain(%" PRIu64 ") gave %zu events, the model %zu", id, count,
          s->outbox_count);
   s->outbox_count = 0;
-}
-
-static int compare_u64(const void *pa, const void *pb) {
-  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-  return (a > b) - (a < b);
 }
 
 /* Mode 0: drain every pending outbox; 1: none; 2: those the mask picks. */
@@ -505,7 +468,7 @@ static void op_tick(fuzz_run *f, reader *r) {
   unsigned choice = next_byte(r);
   const model_event *events;
 
-  trace_line(f, "tick");
+  trace_line(&f->trace, "tick");
   int want = model_tick(f->m);
   int got = aoi_tick(f->world);
   check_code(f, "aoi_tick", got, want);
@@ -640,7 +603,7 @@ static void op_appeal(fuzz_run *f, reader *r) {
   float appeal = radius_of(f, next_byte(r));
   uint64_t id = ids[index];
 
-  trace_line(f, "appeal %" PRIu64 " %.9g", id, (double)appeal);
+  trace_line(&f->trace, "appeal %" PRIu64 " %.9g", id, (double)appeal);
   int want = model_set_appeal(f->m, id, appeal);
   int got = aoi_set_appeal(f->world, id, appeal);
   check_code(f, "aoi_set_appeal", got, want);
@@ -651,7 +614,7 @@ static void op_cap(fuzz_run *f, reader *r) {
   uint32_t cap = caps[next_byte(r) % 16];
   uint64_t id = ids[index];
 
-  trace_line(f, "cap %" PRIu64 " %" PRIu32, id, cap);
+  trace_line(&f->trace, "cap %" PRIu64 " %" PRIu32, id, cap);
   int want = model_set_cap(f->m, id, cap);
   int got = aoi_set_cap(f->world, id, cap);
   check_code(f, "aoi_set_cap", got, want);
@@ -718,19 +681,7 @@ static void configure(fuzz_run *f, reader *r) {
     }
   }
 
-  trace_line(f, "world %.9g %.9g %.9g %.9g", (double)c->min_x,
-             (double)c->min_y, (double)c->max_x, (double)c->max_y);
-  trace_line(f, "max-radius %.9g", (double)c->max_radius);
-  trace_line(f, "hysteresis %.9g", (double)c->hysteresis);
-  trace_line(f, "moves %s", c->move_events ? "on" : "off");
-  if (c->shape == AOI_SHAPE_CELLS)
-    trace_line(f, "shape cells %.9g", (double)c->cell_size);
-  else
-    trace_line(f, "shape %s",
-               c->shape == AOI_SHAPE_CIRCLE ? "circle" : "square");
-  for (unsigned i = 0; i < c->move_band_count; i++)
-    trace_line(f, "move-every %.9g %" PRIu32,
-               (double)c->move_bands[i].distance, c->move_bands[i].period);
+  trace_config(&f->trace, c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -801,12 +752,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* A last tick, so that every input ends with its events checked. */
   op_tick(&f, &r);
   if (print_trace)
-    fprintf(stderr, "%s", f.trace);
+    fprintf(stderr, "%s", f.trace.text);
 
   aoi_destroy(f.world);
   model_destroy(f.m);
   for (size_t i = 0; i < ID_COUNT; i++)
     free(f.slots[i].outbox);
-  free(f.trace);
+  trace_text_free(&f.trace);
   return 0;
 }
