@@ -12,8 +12,9 @@
  *   sync.h     bells, stress points, the clock                (sync.c)
  *   idmap.h    id -> handle map                               (idmap.c)
  *   grid.h     geometry, shard layout, the uniform grid       (grid.c)
- *   world.h    the world's types: entities, shards, workers, outboxes
- *   internal.h the stages' cross-file functions, in tick order
+ *   types.h    the world's types: entities, shards, workers, outboxes
+ *   internal.h the stages' cross-file functions, in tick order, and
+ *              what a tick decides (reaches, far-sighted watchers)
  *   compute.h  the compute stage's inline helpers (compute.c, policy.c,
  *              view.c only)
  *

@@ -426,7 +426,7 @@ int aoi_tick_end(aoi_world *w)
   /* Their ids stay readable for one more tick: the leaves of this one name
      them until they are delivered. */
   if (rc == 0) {
-    w->free_count += w->limbo_old_count; /* (one ring: see world.h) */
+    w->free_count += w->limbo_old_count; /* (one ring: see types.h) */
     w->limbo_old_count = 0;
   }
   w->limbo_old_count += w->limbo_count;
