@@ -13,52 +13,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The op queues: one record per handle, in the queue of the shard that owns
-   it, found by its index; each extra belongs to one record that points at
-   it, and says more than a move; records that add carry nothing else to
-   do, ones that remove nothing else at all; and the bounds the host keeps
-   for the tick's reservation are exactly what the records count. */
-static bool queues_valid(const aoi_world *w)
+/* Shard s's op queue: one record per handle, found by its index, in the
+   queue of the shard that owns the handle; each extra belongs to one
+   record that points at it, and says more than a move; records that add
+   carry nothing else to do, ones that remove nothing else at all. */
+static bool queue_valid(const aoi_world *w, unsigned s)
 {
-  uint32_t total = 0;
-  for (unsigned s = 0; s < w->shard_count; s++) {
-    const aoi__queue *q = &w->shards[s].queue;
-    if (q->count > q->capacity || q->extra_count > q->extra_capacity)
-      return false;
-    total += q->count;
-    uint32_t extras = 0;
-    for (uint32_t i = 0; i < q->count; i++) {
-      const aoi__record *r = &q->records[i];
-      if (r->extra < AOI__RECORD_JUST_REMOVE) {
-        extras++;
-        if (r->extra >= q->extra_count || q->extras[r->extra].record != i ||
-            (q->extras[r->extra].what & ~AOI__RECORD_MOVE) == 0 ||
-            (q->extras[r->extra].what & AOI__RECORD_REMOVE))
-          return false;
-      }
-      uint32_t what = aoi__record_what(q, r);
-      uint32_t h = r->handle;
-      if (h >= w->handle_count || w->queued[h] != i)
-        return false;
-      const aoi__host_entity *e = &w->host[h];
-      unsigned owner = e->born > w->tick ? e->shard : w->location[h].shard;
-      if (owner != s)
-        return false;
-      if ((what & AOI__RECORD_ADD) &&
-          (!(e->flags & AOI__LIVE) || e->born <= w->tick))
-        return false;
-      if ((what & AOI__RECORD_REMOVE) &&
-          (what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
-        return false;
-      if (!(what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
+  const aoi__queue *q = &w->shards[s].queue;
+  if (q->count > q->capacity || q->extra_count > q->extra_capacity)
+    return false;
+  uint32_t extras = 0;
+  for (uint32_t i = 0; i < q->count; i++) {
+    const aoi__record *r = &q->records[i];
+    if (r->extra < AOI__RECORD_JUST_REMOVE) {
+      extras++;
+      if (r->extra >= q->extra_count || q->extras[r->extra].record != i ||
+          (q->extras[r->extra].what & ~AOI__RECORD_MOVE) == 0 ||
+          (q->extras[r->extra].what & AOI__RECORD_REMOVE))
         return false;
     }
-    if (extras != q->extra_count)
+    uint32_t what = aoi__record_what(q, r);
+    uint32_t h = r->handle;
+    if (h >= w->handle_count || w->queued[h] != i)
+      return false;
+    const aoi__host_entity *e = &w->host[h];
+    unsigned owner = e->born > w->tick ? e->shard : w->location[h].shard;
+    if (owner != s)
+      return false;
+    if ((what & AOI__RECORD_ADD) &&
+        (!(e->flags & AOI__LIVE) || e->born <= w->tick))
+      return false;
+    if ((what & AOI__RECORD_REMOVE) &&
+        (what != AOI__RECORD_REMOVE || (e->flags & AOI__LIVE)))
+      return false;
+    if (!(what & AOI__RECORD_REMOVE) && !(e->flags & AOI__LIVE))
       return false;
   }
-  if (total != w->records)
-    return false;
-  /* Recount the bounds from the records. */
+  return extras == q->extra_count;
+}
+
+/* The bounds the host keeps for the tick's reservation are exactly what
+   the records count: recounted from them. */
+static bool bounds_valid(const aoi_world *w)
+{
   uint32_t arrivals[AOI__MAX_SHARDS] = {0};
   for (unsigned s = 0; s < w->shard_count; s++) {
     const aoi__queue *q = &w->shards[s].queue;
@@ -89,6 +86,21 @@ static bool queues_valid(const aoi_world *w)
       if (bound[j] != w->workers[i].handoffs_out[j].bound)
         return false;
   }
+  return true;
+}
+
+/* The op queues (queue_valid) hold w->records in all, their bounds are
+   right, and every handle's queued index names a record of its owner. */
+static bool queues_valid(const aoi_world *w)
+{
+  uint32_t total = 0;
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    if (!queue_valid(w, s))
+      return false;
+    total += w->shards[s].queue.count;
+  }
+  if (total != w->records || !bounds_valid(w))
+    return false;
   for (uint32_t h = 0; h < w->handle_count; h++)
     if (w->queued[h] != AOI__NONE) {
       unsigned owner = w->host[h].born > w->tick ? w->host[h].shard
