@@ -9,7 +9,8 @@
  *
  *   base.h     limits, AOI__ASSERT, allocation               (alloc.c)
  *   ring.h     SPSC rings                                     (ring.c)
- *   sync.h     bells, stress points, the clock                (sync.c)
+ *   sync.h     bells, the clock                               (sync.c)
+ *   stress.h   stress points of AOI_STRESS builds             (sync.c)
  *   idmap.h    id -> handle map                               (idmap.c)
  *   grid.h     geometry, shard layout, the uniform grid       (grid.c)
  *   types.h    the world's types: entities, shards, workers, outboxes
@@ -19,7 +20,8 @@
  *              view.c only)
  *
  * The bottom files (alloc.c, ring.c, sync.c, idmap.c, grid.c) include only
- * their own header, so none of them can reach into the world.
+ * their own header (and ring.c and sync.c stress.h, which includes
+ * nothing), so none of them can reach into the world.
  */
 #ifndef AOI_BASE_H
 #define AOI_BASE_H

@@ -35,6 +35,7 @@
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H
 
+#include "stress.h" /* the worker steps' stress points */
 #include "types.h"
 
 /* ---- what a tick decides ------------------------------------------------ */

@@ -9,7 +9,7 @@
  * visible to the consumer after the matching pop.
  */
 #include "ring.h"
-#include "sync.h" /* stress points */
+#include "stress.h"
 
 #include <string.h>
 
@@ -93,6 +93,7 @@ bool aoi__ring_valid(const aoi__ring *ring)
 }
 
 #else /* AOI_RING_C11 */
+#include <stdatomic.h>
 
 struct aoi__ring {
   _Alignas(64) _Atomic unsigned head; /* next slot to pop (consumer) */

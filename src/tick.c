@@ -20,6 +20,7 @@
  * invariants (check.c).
  */
 #include "internal.h"
+#include "stress.h"
 
 #include <math.h>
 #include <string.h>
