@@ -306,9 +306,16 @@ bool aoi__view_holds(const aoi__view *view, const aoi__mark *mark, uint64_t id,
 
 /* An invariant walk of the whole world, for tests and the checked builds
    (host only, between ticks). Returns true when every structure is
-   consistent. */
+   consistent; else the walk stopped at the first invariant that does not
+   hold, which aoi__check_failure names. */
 bool aoi__world_valid(struct aoi_world *world);
+/* The walk of one shard (part of aoi__world_valid's). */
 bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
+/* The invariant the calling thread's last walk found broken, as
+   "check.c:LINE: CONDITION (SUBJECT)": the condition as check.c writes
+   it, and the shard, handle, segment or worker it concerns; "" when that
+   walk passed. Valid until the thread's next walk. */
+const char *aoi__check_failure(void);
 /* Called by aoi_tick_end where AOI_CHECK_INVARIANTS is defined: walks the
    world (every tick, or every few ticks for a large one) and aborts with a
    message when it is not consistent. */
