@@ -7,7 +7,7 @@
  * The headers stack, each including the one below, so that an include
  * only ever points down:
  *
- *   base.h     limits, AOI__ASSERT, allocation               (alloc.c)
+ *   base.h     limits, the graded asserts, allocation        (alloc.c)
  *   ring.h     SPSC rings                                     (ring.c)
  *   sync.h     bells, the clock                               (sync.c)
  *   stress.h   stress points of AOI_STRESS builds             (sync.c)
@@ -58,13 +58,25 @@ static inline void *aoi__line_up(void *block)
 
 /* ---- debug assertions --------------------------------------------------- */
 
-/* AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership
-   precondition. It is on in Debug builds (no NDEBUG) and in the sanitizer
-   builds (CMake defines AOI_ASSERTS), and compiled out elsewhere: then the
-   condition is not evaluated, only type-checked. Cheap checks only; the
-   O(n) invariant walks (aoi__world_valid) run after each tick where
-   AOI_CHECK_INVARIANTS is defined (tick.c). */
-#if !defined(NDEBUG) || defined(AOI_ASSERTS)
+/* Graded asserts, as mimalloc's MI_DEBUG levels:
+
+   AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership
+   precondition in O(1): an index within its bounds, a count within its
+   capacity, a power of two, a state the call needs (the host between
+   ticks). It is on in Debug builds (no NDEBUG) and in the sanitizer
+   builds (CMake defines AOI_ASSERTS), and compiled out elsewhere: then
+   the condition is not evaluated, only type-checked.
+
+   AOI__ASSERT_EXPENSIVE(cond) is a check that walks a structure, O(n):
+   the id map after it grows, a grid's order after its build, a ring's
+   contents, a query's answer. It is on only where AOI_DEBUG_EXPENSIVE is
+   defined (CMake's AOI_DEBUG_EXPENSIVE: the sanitizer and fuzz builds),
+   which turns the cheap ones on too; elsewhere it is nothing, so a helper
+   it calls is defined under #if AOI__ASSERTS_EXPENSIVE.
+
+   The walks of the whole world (aoi__world_valid) run after each tick
+   where AOI_CHECK_INVARIANTS is defined (tick.c). */
+#if !defined(NDEBUG) || defined(AOI_ASSERTS) || defined(AOI_DEBUG_EXPENSIVE)
 #include <stdio.h>
 #include <stdlib.h>
 #define AOI__ASSERTS 1
@@ -79,6 +91,14 @@ static inline _Noreturn void aoi__assert_fail(const char *what,
 #else
 #define AOI__ASSERTS 0
 #define AOI__ASSERT(cond) ((void)sizeof((cond) ? 1 : 0))
+#endif
+
+#ifdef AOI_DEBUG_EXPENSIVE
+#define AOI__ASSERTS_EXPENSIVE 1
+#define AOI__ASSERT_EXPENSIVE(cond) AOI__ASSERT(cond)
+#else
+#define AOI__ASSERTS_EXPENSIVE 0
+#define AOI__ASSERT_EXPENSIVE(cond) ((void)0)
 #endif
 
 /* ---- allocation (alloc.c) ----------------------------------------------- */

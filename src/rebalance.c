@@ -29,6 +29,7 @@ static int compare_samples(const void *a, const void *b)
 static void quantile_cuts(aoi__sample *sample, uint32_t n, uint64_t total,
                           unsigned bands, double *cut)
 {
+  AOI__ASSERT(n > 0 && bands >= 1);
   qsort(sample, n, sizeof(*sample), compare_samples);
   uint64_t sum = 0;
   uint32_t i = 0;
@@ -57,6 +58,7 @@ static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
                          float x, float y)
 {
   unsigned to = aoi__layout_shard(next, x, y);
+  AOI__ASSERT(from < w->shard_count && to < w->shard_count);
   if (to == from)
     return;
   w->plan.arrivals[to]++;
@@ -71,6 +73,7 @@ static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
    Writes the entities counted. */
 static bool rebalance_due(const aoi_world *w, uint64_t *count)
 {
+  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
   unsigned interval = w->config.rebalance_interval;
   unsigned shards = w->shard_count;
   if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
@@ -114,6 +117,7 @@ static bool plan_reserve(aoi_world *w, uint32_t n)
 static void plan_cuts(aoi_world *w, uint32_t step, uint32_t n)
 {
   aoi__plan *p = &w->plan;
+  AOI__ASSERT(step >= 1 && n <= p->xs_capacity && n <= p->ys_capacity);
   uint32_t m = 0, seen = 0;
   uint64_t sampled = 0;
   for (unsigned s = 0; s < w->shard_count; s++)
@@ -177,6 +181,7 @@ bool aoi__plan_relayout(aoi_world *w)
 
 void aoi__commit_relayout(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight && w->plan.xcut != NULL);
   if (w->layout.cols > 1)
     memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
   if (w->layout.rows > 1)

@@ -122,6 +122,8 @@ static void apply_tags(aoi_world *w)
 {
   for (uint32_t i = 0; i < w->tag_queued_count; i++) {
     uint32_t h = w->tag_queued[i];
+    AOI__ASSERT(h < w->handle_count);
+    AOI__ASSERT(w->handle_bits[h] & AOI__HANDLE_TAG); /* listed once */
     w->tag[h] = w->tag_next[h];
     w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_TAG;
   }
@@ -134,6 +136,7 @@ static void apply_tags(aoi_world *w)
    departs at most once. 0 or AOI_ENOMEM (what was reserved stays). */
 static int reserve_for_tick(aoi_world *w, bool relayout)
 {
+  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
   const aoi_allocator *a = &w->allocator;
   int rc;
   for (unsigned s = 0; s < w->shard_count; s++) {
@@ -264,6 +267,8 @@ static void skip_tick(aoi_world *w)
 static void push_queues(aoi_world *w)
 {
   for (unsigned s = 0; s < w->shard_count; s++)
+    AOI__ASSERT(aoi__ring_count(w->shards[s].ops) == 0); /* last one taken */
+  for (unsigned s = 0; s < w->shard_count; s++)
     while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
       ; /* holds 3; at most one queue is ever on it */
 }
@@ -287,6 +292,7 @@ static bool runs_on_host(const aoi_world *w, bool blocking)
    a tick take twice as long: README). */
 static void start_workers(aoi_world *w, bool blocking)
 {
+  AOI__ASSERT(w->in_flight && !w->command.on_host);
   bool share = blocking && w->host_share;
   for (unsigned i = share ? 1 : 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
@@ -415,6 +421,7 @@ static void end_queues(aoi_world *w)
 {
   for (unsigned s = 0; s < w->shard_count; s++) {
     aoi__shard *sh = &w->shards[s];
+    AOI__ASSERT(sh->queue.count <= sh->queue.capacity);
     for (uint32_t i = 0; i < sh->queue.count; i++)
       w->queued[sh->queue.records[i].handle] = AOI__NONE;
     sh->queue.count = sh->queue.extra_count = 0;
@@ -467,6 +474,9 @@ static void release_handles(aoi_world *w, int rc)
   }
   w->limbo_old_count += w->limbo_count;
   w->limbo_count = 0;
+  /* the released ring holds each handle at most once */
+  AOI__ASSERT((uint64_t)w->free_count + w->limbo_old_count <=
+              w->handle_capacity);
 }
 
 /* The per-shard stats and the tick's totals. */
@@ -489,6 +499,7 @@ static bool collect_done(aoi_world *w)
   for (unsigned i = 0; i < w->threads; i++)
     while (aoi__ring_pop(w->workers[i].done) != NULL)
       w->workers_done++;
+  AOI__ASSERT(w->workers_done <= w->threads); /* one report a worker */
   return w->workers_done == w->threads;
 }
 

@@ -148,9 +148,11 @@ static int pin_workers(aoi_world *w)
     /* the (i mod n)-th CPU of the set */
     unsigned skip = i % n;
     int cpu = 0;
-    for (;; cpu++)
+    for (;; cpu++) {
+      AOI__ASSERT(cpu < CPU_SETSIZE); /* the n-th is in the set */
       if (CPU_ISSET(cpu, &allowed) && skip-- == 0)
         break;
+    }
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
@@ -166,6 +168,7 @@ static int pin_workers(aoi_world *w)
    at least this. */
 static double least_square_above(float distance)
 {
+  AOI__ASSERT(isfinite(distance) && distance >= 0); /* (config_valid) */
   double d = distance, s = d * d;
   while (s > 0 && sqrt(s) > d)
     s = nextafter(s, 0);
@@ -186,6 +189,7 @@ static unsigned online_cores(void)
 
 static void world_free(aoi_world *w)
 {
+  AOI__ASSERT(atomic_load(&w->delivering) == 0); /* (aoi_destroy) */
   const aoi_allocator *a = &w->allocator;
   if (w->in_flight)
     (void)aoi_tick_end(w);
@@ -274,6 +278,8 @@ static int set_geometry(aoi_world *w, const aoi_config *config)
     max_y = 1000;
   }
   w->last_far_candidate = INFINITY;
+  AOI__ASSERT(w->threads >= 1 && w->threads <= AOI__MAX_THREADS);
+  AOI__ASSERT(w->shard_count >= 1 && w->shard_count <= AOI__MAX_SHARDS);
   return aoi__layout_init(&w->allocator, &w->layout, w->shard_count, min_x,
                           min_y, max_x, max_y);
 }
@@ -317,6 +323,7 @@ static int create_peer_rings(aoi_world *w)
    whose bells are set up has k->world (world_free reads it). */
 static int create_worker(aoi_world *w, aoi__worker *k, unsigned i)
 {
+  AOI__ASSERT(i < w->threads && k == &w->workers[i]);
   const aoi_allocator *a = &w->allocator;
   k->index = i;
   k->control = aoi__ring_create(a, 4);
@@ -364,6 +371,7 @@ static int create_workers(aoi_world *w)
    tick spins hardly at all: the next tick is usually a frame away. */
 static void set_tunables(aoi_world *w)
 {
+  AOI__ASSERT(w->workers != NULL); /* (create_workers) */
   bool own_cores = online_cores() > w->threads;
   w->host_bell.spin_ns = own_cores ? 20000 : 2000;
   w->idle_spin_ns = own_cores ? 2000 : 0;
