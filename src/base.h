@@ -1,6 +1,6 @@
 /*
  * base.h: the bottom of src/'s include graph, what every file uses: the
- * library-wide limits, the debug assertion, and the allocator helpers
+ * library-wide limits, the graded debug assertions, and the allocator helpers
  * (alloc.c) through which every byte the library holds comes from the
  * host's allocator hooks. It includes only the C library and aoi.h.
  *

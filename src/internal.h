@@ -155,7 +155,7 @@ static inline uint32_t aoi__live_handle(const struct aoi_world *w,
 
 /* rebalance.c: moving the shard cuts, called by tick.c. */
 /* Decides whether this tick moves the shard cuts and, if so, plans the new
-   ones in world->plan and counts where every entity goes, so that the tick
+   ones in world->plan and counts where every entity may go, so that the tick
    can reserve for the handoffs. Changes nothing else; false when no move is
    due or the plan cannot get memory. */
 bool aoi__plan_relayout(struct aoi_world *world);

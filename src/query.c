@@ -4,8 +4,11 @@
  *
  * Queries read the shards' state as of the last tick (their grids, views
  * and ghosts), which no thread writes between ticks; every one returns
- * AOI_EBUSY while a tick or a delivery is under way (aoi__busy). An answer of ids is sorted, so it
- * does not depend on the shard layout.
+ * AOI_EBUSY while a tick or a delivery is under way (aoi__busy). A query
+ * by place visits only the shards whose rectangles meet its box, and
+ * there only the grid cells the box covers. An answer of ids is sorted,
+ * so it does not depend on the shard layout; the ids are gathered in the
+ * world's query scratch (query_ids), which grows with the largest answer.
  */
 #include "internal.h"
 
@@ -52,7 +55,9 @@ static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
   *count = n;
 }
 
-/* Calls visit(shard) for every shard whose rectangle meets the box. */
+/* The shards whose rectangles meet box[4] (x0, y0, x1, y1): the inclusive
+   range of their columns and rows, range[4] = (c0, r0, c1, r1); shard
+   (c, r) is shards[r * cols + c]. */
 static void shards_in_box(const aoi_world *w, const double box[4],
                           unsigned range[4])
 {

@@ -6,9 +6,10 @@
  * rebalance_interval ticks the host weighs each shard's load (each entity
  * weighs 1 plus its view's size); when the busiest shard carries more than
  * 1.25x the mean, it plans new cuts at the quantiles of a weighted sample
- * of the entities' coordinates, and counts exactly which entities the new
- * cuts hand off, so that the tick can reserve for them before anything
- * changes. The tick then commits the cuts and tells the workers to check
+ * of the entities' coordinates, and counts the entities the new cuts may
+ * hand off (from where each stands, and from where this tick's ops put
+ * it: an upper bound), so that the tick can reserve for them before
+ * anything changes. The tick then commits the cuts and tells the workers to check
  * every entity's shard (aoi__tick_command.relayout). Rebalancing is only
  * an optimisation: a plan that cannot get memory is skipped.
  */
@@ -161,7 +162,7 @@ static void plan_arrivals(aoi_world *w)
 }
 
 /* Decides whether this tick moves the shard cuts and, if so, plans the new
-   ones and counts exactly where every entity goes, so that the tick can
+   ones and counts where every entity may go, so that the tick can
    reserve for the handoffs. Nothing is changed yet; false when no move is
    due, or when the plan cannot get memory (rebalancing is only an
    optimisation). */

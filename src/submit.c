@@ -1,7 +1,8 @@
 /*
  * submit.c: the host's half of an operation, between ticks: aoi_add,
- * aoi_move, aoi_set_*, aoi_remove, the handles and their tables, and the op
- * records queued for the shards.
+ * aoi_move, aoi_move_many, aoi_set_* (aoi_set_tag included), aoi_remove,
+ * references, the handles and their tables, and the op records queued for
+ * the shards.
  *
  * Each operation is validated against the state as submitted so far, every
  * allocation it needs is made first (so a failure changes nothing), then it

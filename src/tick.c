@@ -2,22 +2,27 @@
  * tick.c: the host's part of a tick: aoi_tick_begin, aoi_tick_poll,
  * aoi_tick_end and aoi_tick.
  *
- * aoi_tick_begin settles the last tick's undelivered events into their
- * outboxes (outbox.c), reserves everything the apply step can add (so that
- * no operation can be lost inside the tick), moves the shard cuts when
- * rebalance.c plans it, and fills the tick command: the ghost reach and
- * the cell size follow the live watchers' radii and appeals. Then it pushes
- * each shard's queue onto its ring and hands each worker the command
- * through its control ring (worker.c), or runs a small tick on the host
- * thread itself, or, when nothing changed, none at all.
+ * aoi_tick_begin (tick_begin) settles the last tick's undelivered events
+ * into their outboxes (outbox.c), reserves everything the apply step can
+ * add (so that no operation can be lost inside the tick), makes the tags
+ * set since the last tick the ones its events carry, moves the shard cuts
+ * when rebalance.c plans it, and fills the tick command: the ghost reach
+ * and the cell size follow the live watchers' radii and appeals; whether
+ * the tick leaves departures follows how many entities changed; the far
+ * reach, whether a few watchers see far. Then it pushes each shard's
+ * queue onto its ring and hands each worker the command through its
+ * control ring (worker.c), or runs a small tick on the host thread
+ * itself, or, when nothing changed, none at all. In a blocking tick
+ * (aoi_tick) the host runs worker 0's share itself.
  *
  * aoi_tick_end sleeps on the host bell until every worker has reported
  * through its done ring. After that the workers are idle again and the
- * host owns everything: it empties the queues, frees the handles removed
- * before the last tick, lists the watchers that got events (outbox.c),
- * gives back what a burst made the arrays grow, and sums the statistics.
- * Where AOI_CHECK_INVARIANTS is defined it then walks the world's
- * invariants (check.c).
+ * host owns everything: it empties the queues, sums what the workers
+ * reported, frees the handles removed before the last tick, hands each
+ * segment the backlog watchers it delivers (outbox.c), gives back what a
+ * burst made the arrays grow, and publishes the statistics. Where
+ * AOI_CHECK_INVARIANTS is defined it then walks the world's invariants
+ * (check.c).
  */
 #include "internal.h"
 #include "stress.h"

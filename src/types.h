@@ -11,14 +11,16 @@
  *
  * Who owns what (the one rule every file keeps):
  *
- *  - The host thread owns the world between ticks: the id map, the handle
- *    table (struct aoi__host_entity), the shards' op queues it is filling,
- *    the pending list, and (between ticks) every outbox and the location
- *    table.
- *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
- *    for every entity handle its shards own, that handle's entry in the
- *    location table (world->location) and, for watchers, its outbox
- *    (world->outbox). Ownership of a handle moves with the entity: a handoff
+ *  - The host thread owns the id map, the handle table (struct
+ *    aoi__host_entity), the shards' op queues it is filling, the pending
+ *    list and every outbox (the backlog), and between ticks the whole
+ *    world. Then aoi_deliver calls on other threads may each take one
+ *    segment, with its watchers' outboxes (outbox.c).
+ *  - During a tick, each worker owns its shards (entities, ghosts, grid),
+ *    its delivery segment (world->segments[i], where it writes its
+ *    watchers' events) and, for every entity handle its shards own, that
+ *    handle's entry in the location table (world->location) and its mark
+ *    (world->mark). Ownership of a handle moves with the entity: a handoff
  *    message through a ring carries it from one worker to the next.
  *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
  *    (op queues), host -> worker (tick commands), worker -> worker (handoff

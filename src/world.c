@@ -1,8 +1,11 @@
 /*
- * world.c: the world's lifecycle and configuration: aoi_create and
- * aoi_destroy, the default allocator hooks, error names and the version. A
- * world is created with its shards, rings and worker threads, all of which
- * live until aoi_destroy; the host side's state (submit.c) grows with use.
+ * world.c: the world's lifecycle and configuration: aoi_config_default and
+ * the config's checks, aoi_create and aoi_destroy, the default allocator
+ * hooks, error names and the version. A world is created with its shards,
+ * rings, workers and their threads (and how long their waits spin), all of
+ * which live until aoi_destroy; the host side's state (submit.c) grows with
+ * use. A creation that fails frees what it made (world_free), so each step
+ * of aoi_create only has to leave what it made where world_free finds it.
  */
 #include "internal.h"
 
