@@ -4,8 +4,9 @@
 #           layouts, misuse, oom, a 60 s soak)
 #   asan    ASan+UBSan (LeakSanitizer on): every test, a 20 s soak
 #   tsan    ThreadSanitizer with the C11-atomics ring: the threaded tests
-#   (the sanitizer and fuzz builds also turn AOI__ASSERT on and walk the
-#   world's invariants after every tick: AOI_CHECK_INVARIANTS, CMakeLists)
+#   (the sanitizer and fuzz builds also turn AOI__ASSERT and the O(n)
+#   AOI__ASSERT_EXPENSIVE on, and walk the world's invariants after every
+#   tick: AOI_DEBUG_EXPENSIVE, AOI_CHECK_INVARIANTS, CMakeLists)
 #   stress  ThreadSanitizer plus random yields and delays injected at ring
 #           push/pop, handoff and merge: the stress group
 #   fuzz    clang, libFuzzer + ASan + UBSan: each fuzz target for a short

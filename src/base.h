@@ -1,24 +1,27 @@
 /*
  * base.h: the bottom of src/'s include graph, what every file uses: the
- * library-wide limits, the debug assertion, and the allocator helpers
+ * library-wide limits, the graded debug assertions, and the allocator helpers
  * (alloc.c) through which every byte the library holds comes from the
  * host's allocator hooks. It includes only the C library and aoi.h.
  *
  * The headers stack, each including the one below, so that an include
  * only ever points down:
  *
- *   base.h     limits, AOI__ASSERT, allocation               (alloc.c)
+ *   base.h     limits, the graded asserts, allocation        (alloc.c)
  *   ring.h     SPSC rings                                     (ring.c)
- *   sync.h     bells, stress points, the clock                (sync.c)
+ *   sync.h     bells, the clock                               (sync.c)
+ *   stress.h   stress points of AOI_STRESS builds             (sync.c)
  *   idmap.h    id -> handle map                               (idmap.c)
  *   grid.h     geometry, shard layout, the uniform grid       (grid.c)
- *   world.h    the world's types: entities, shards, workers, outboxes
- *   internal.h the stages' cross-file functions, in tick order
+ *   types.h    the world's types: entities, shards, workers, outboxes
+ *   internal.h the stages' cross-file functions, in tick order, and
+ *              what a tick decides (reaches, far-sighted watchers)
  *   compute.h  the compute stage's inline helpers (compute.c, index.c,
  *              scan.c, push.c, policy.c, view.c only)
  *
  * The bottom files (alloc.c, ring.c, sync.c, idmap.c, grid.c) include only
- * their own header, so none of them can reach into the world.
+ * their own header (and ring.c and sync.c stress.h, which includes
+ * nothing), so none of them can reach into the world.
  */
 #ifndef AOI_BASE_H
 #define AOI_BASE_H
@@ -55,13 +58,25 @@ static inline void *aoi__line_up(void *block)
 
 /* ---- debug assertions --------------------------------------------------- */
 
-/* AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership
-   precondition. It is on in Debug builds (no NDEBUG) and in the sanitizer
-   builds (CMake defines AOI_ASSERTS), and compiled out elsewhere: then the
-   condition is not evaluated, only type-checked. Cheap checks only; the
-   O(n) invariant walks (aoi__world_valid) run after each tick where
-   AOI_CHECK_INVARIANTS is defined (tick.c). */
-#if !defined(NDEBUG) || defined(AOI_ASSERTS)
+/* Graded asserts, as mimalloc's MI_DEBUG levels:
+
+   AOI__ASSERT(cond) checks a "cannot happen" or a thread-ownership
+   precondition in O(1): an index within its bounds, a count within its
+   capacity, a power of two, a state the call needs (the host between
+   ticks). It is on in Debug builds (no NDEBUG) and in the sanitizer
+   builds (CMake defines AOI_ASSERTS), and compiled out elsewhere: then
+   the condition is not evaluated, only type-checked.
+
+   AOI__ASSERT_EXPENSIVE(cond) is a check that walks a structure, O(n):
+   the id map after it grows, a grid's order after its build, a ring's
+   contents, a query's answer. It is on only where AOI_DEBUG_EXPENSIVE is
+   defined (CMake's AOI_DEBUG_EXPENSIVE: the sanitizer and fuzz builds),
+   which turns the cheap ones on too; elsewhere it is nothing, so a helper
+   it calls is defined under #if AOI__ASSERTS_EXPENSIVE.
+
+   The walks of the whole world (aoi__world_valid) run after each tick
+   where AOI_CHECK_INVARIANTS is defined (tick.c). */
+#if !defined(NDEBUG) || defined(AOI_ASSERTS) || defined(AOI_DEBUG_EXPENSIVE)
 #include <stdio.h>
 #include <stdlib.h>
 #define AOI__ASSERTS 1
@@ -76,6 +91,14 @@ static inline _Noreturn void aoi__assert_fail(const char *what,
 #else
 #define AOI__ASSERTS 0
 #define AOI__ASSERT(cond) ((void)sizeof((cond) ? 1 : 0))
+#endif
+
+#ifdef AOI_DEBUG_EXPENSIVE
+#define AOI__ASSERTS_EXPENSIVE 1
+#define AOI__ASSERT_EXPENSIVE(cond) AOI__ASSERT(cond)
+#else
+#define AOI__ASSERTS_EXPENSIVE 0
+#define AOI__ASSERT_EXPENSIVE(cond) ((void)0)
 #endif
 
 /* ---- allocation (alloc.c) ----------------------------------------------- */

@@ -243,7 +243,7 @@ void aoi__view_fit(aoi__worker *k, aoi__view *view, bool told);
 /* ---- event records ------------------------------------------------------ */
 
 /* A watcher's events go into its worker's delivery segment (aoi__segment,
-   world.h) as one record, reserved before its view changes, so that a
+   types.h) as one record, reserved before its view changes, so that a
    watcher whose record cannot be stored keeps its view, and kept once it
    is written. */
 

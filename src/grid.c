@@ -24,6 +24,7 @@ static inline double margin(double a, double b)
 void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
                     double box[4])
 {
+  AOI__ASSERT(reach >= 0); /* (not NaN either) */
   if (shape->kind == AOI_SHAPE_CELLS) {
     double c = shape->cell;
     double k = ceil(reach / c);
@@ -58,6 +59,8 @@ int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
                      unsigned shards, double min_x, double min_y,
                      double max_x, double max_y)
 {
+  AOI__ASSERT(shards >= 1 && shards <= AOI__MAX_SHARDS);
+  AOI__ASSERT(min_x < max_x && min_y < max_y);
   double width = max_x - min_x, height = max_y - min_y;
   /* The factor pair whose rectangles are closest to square. */
   unsigned best_cols = shards, best_rows = 1;
@@ -104,6 +107,7 @@ void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout)
    about once a move. */
 static unsigned band(const double *cut, unsigned n, double v)
 {
+  AOI__ASSERT(n == 0 || cut != NULL);
   unsigned lo = 0;
   while (n > 1) {
     unsigned half = n / 2;
@@ -146,6 +150,7 @@ void aoi__grid_free(const aoi_allocator *a, aoi__grid *grid)
 static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
                         uint32_t count, uint32_t width, uint32_t height)
 {
+  AOI__ASSERT(width >= 1 && height >= 1);
   uint32_t cells = width * height;
   uint32_t corners = (width + 1) * (height + 1);
   uint32_t slots = (AOI__GRID_CLASSES + 1) * cells + 1;
@@ -220,6 +225,7 @@ static int grid_reserve(const aoi_allocator *a, aoi__grid *grid,
 /* The k-th smallest of v[0..n) (v is reordered). */
 static double select_kth(double *v, uint32_t n, uint32_t k)
 {
+  AOI__ASSERT(k < n);
   uint32_t lo = 0, hi = n - 1;
   while (lo < hi) {
     double pivot = v[lo + (hi - lo) / 2];
@@ -268,6 +274,7 @@ int aoi__grid_plan(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
                    const double box[4], double *sx, double *sy,
                    uint32_t samples, double cell_size, double limit)
 {
+  AOI__ASSERT(samples <= count && limit >= 1);
   double min_x = box[0], min_y = box[1], max_x = box[2], max_y = box[3];
   if (count == 0)
     min_x = min_y = max_x = max_y = 0;
@@ -286,6 +293,7 @@ int aoi__grid_plan(const aoi_allocator *a, aoi__grid *grid, uint32_t count,
     size *= sqrt(wx * wy / limit) * 1.01 + 1e-9;
   }
   uint32_t width = (uint32_t)wx, height = (uint32_t)wy;
+  AOI__ASSERT((double)width * height <= limit);
   int rc = grid_reserve(a, grid, count, width, height);
   if (rc != 0)
     return rc;
@@ -317,6 +325,7 @@ void aoi__grid_finish(aoi__grid *grid)
   for (uint32_t k = slots; k > 0; k--)
     start[k] = start[k - 1];
   start[0] = 0;
+  AOI__ASSERT(start[slots] == grid->count); /* every entry was placed */
   uint32_t stride = width + 1, *dirty = grid->dirty;
   memset(dirty, 0, sizeof(uint32_t) * stride);
   for (uint32_t cy = 0; cy < height; cy++) {
@@ -329,6 +338,7 @@ void aoi__grid_finish(aoi__grid *grid)
       dirty[(cy + 1) * stride + cx + 1] = dirty[cy * stride + cx + 1] + row;
     }
   }
+  AOI__ASSERT_EXPENSIVE(aoi__grid_valid(grid));
 }
 
 static inline __attribute__((always_inline)) void
@@ -348,6 +358,7 @@ int aoi__grid_build(const aoi_allocator *a, aoi__grid *grid,
 void aoi__grid_range(const aoi__grid *grid, const double box[4],
                      uint32_t range[4])
 {
+  AOI__ASSERT(grid->width > 0 && grid->height > 0);
   range[0] = aoi__grid_axis(box[0], grid->x0, grid->inverse, grid->width);
   range[1] = aoi__grid_axis(box[1], grid->y0, grid->inverse, grid->height);
   range[2] = aoi__grid_axis(box[2], grid->x0, grid->inverse, grid->width);

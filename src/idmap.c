@@ -135,6 +135,7 @@ void aoi__idmap_free(const aoi_allocator *a, aoi__idmap *map)
    home slot). */
 static uint32_t find_from(const aoi__idmap *map, uint64_t id, uint32_t i)
 {
+  AOI__ASSERT(map->capacity > 0 && i < map->capacity);
   uint32_t mask = map->capacity - 1;
   for (;; i = (i + 1) & mask) {
     const aoi__idmap_slot *s = &map->slots[i];
@@ -169,6 +170,7 @@ uint32_t aoi__idmap_prefetch(const aoi__idmap *map, uint64_t id)
 uint32_t aoi__idmap_get_from(const aoi__idmap *map, uint64_t id,
                              uint32_t home)
 {
+  AOI__ASSERT(home == AOI__NONE || home < map->capacity);
   if (id < map->direct_capacity)
     return map->direct[id];
   if (home == AOI__NONE)
@@ -187,6 +189,7 @@ uint32_t aoi__idmap_get_hashed(const aoi__idmap *map, uint64_t id)
    run. */
 static void place(aoi__idmap *map, const aoi__idmap_slot *slot)
 {
+  AOI__ASSERT(map->hashed < map->capacity); /* a free slot ends the run */
   uint32_t mask = map->capacity - 1;
   uint32_t i = slot->hash & mask;
   while (map->slots[i].handle != AOI__NONE)
@@ -204,6 +207,8 @@ static int rehash(const aoi_allocator *a, aoi__idmap *map, uint32_t capacity,
   if (capacity > SIZE_MAX / sizeof(aoi__idmap_slot))
     return AOI_ENOMEM;
 #endif
+  AOI__ASSERT(capacity > 0 && (capacity & (capacity - 1)) == 0);
+  AOI__ASSERT((uint64_t)map->hashed * 2 <= capacity);
   aoi__idmap_slot *from = map->slots;
   uint32_t old = map->capacity;
   aoi__idmap_slot *slots = aoi__alloc(a, sizeof(aoi__idmap_slot) * capacity);
@@ -233,7 +238,9 @@ static int reserve_hashed(const aoi_allocator *a, aoi__idmap *map)
   uint32_t capacity = map->capacity ? map->capacity * 2 : 64;
   if (capacity == 0 || capacity > (1u << 31))
     return AOI_ENOMEM;
-  return rehash(a, map, capacity, NULL, 0);
+  int rc = rehash(a, map, capacity, NULL, 0);
+  AOI__ASSERT_EXPENSIVE(rc != 0 || aoi__idmap_valid(map));
+  return rc;
 }
 
 /* Grows `direct` to take `id`, if the bound allows it: 0 when it did, 1
@@ -266,6 +273,8 @@ static int grow_direct(const aoi_allocator *a, aoi__idmap *map, uint64_t id)
   aoi__free(a, map->direct, sizeof(uint32_t) * old);
   map->direct = direct;
   map->direct_capacity = (uint32_t)capacity;
+  AOI__ASSERT((capacity & (capacity - 1)) == 0);
+  AOI__ASSERT_EXPENSIVE(aoi__idmap_valid(map));
   return 0;
 }
 
@@ -278,11 +287,13 @@ int aoi__idmap_reserve(const aoi_allocator *a, aoi__idmap *map, uint64_t id)
 
 void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle)
 {
+  AOI__ASSERT(handle != AOI__NONE); /* (which marks a free slot) */
   if (id < map->direct_capacity) {
     map->count += map->direct[id] == AOI__NONE;
     map->direct[id] = handle;
     return;
   }
+  AOI__ASSERT(map->capacity > 0);
   uint64_t h = hash(map, id);
   uint32_t mask = map->capacity - 1;
   uint32_t i = (uint32_t)h & mask;
@@ -291,6 +302,8 @@ void aoi__idmap_put(aoi__idmap *map, uint64_t id, uint32_t handle)
       map->slots[i].handle = handle;
       return;
     }
+  /* a new id: aoi__idmap_reserve made room for it */
+  AOI__ASSERT((uint64_t)(map->hashed + 1) * 2 <= map->capacity);
   map->slots[i] = (aoi__idmap_slot){id, handle, (uint32_t)h};
   map->count++;
   map->hashed++;

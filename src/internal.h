@@ -1,8 +1,9 @@
 /*
  * internal.h: the functions the library's files share, all prefixed aoi__,
  * grouped by file in the order of a tick (DESIGN.md, "A tick, as data
- * flows"). The types they work on are in world.h, below it; who owns what,
- * and when, is written there.
+ * flows"), and what a tick decides from the world's state (its tunables
+ * and the tests both the host and the workers make). The types they work
+ * on are in types.h, below it; who owns what, and when, is written there.
  *
  *   host thread, between ticks          each worker, on its own shards
  *   submit.c   ops -> queued records
@@ -39,7 +40,79 @@
 #ifndef AOI_INTERNAL_H
 #define AOI_INTERNAL_H
 
-#include "world.h"
+#include "stress.h" /* the worker steps' stress points */
+#include "types.h"
+
+/* ---- what a tick decides ------------------------------------------------ */
+
+/* A grid cell's side, as a share of the usual watcher reach. */
+#ifndef AOI__CELL_PER_REACH
+#define AOI__CELL_PER_REACH 0.5
+#endif
+
+/* The most events a quiet watcher's pushes may make, on the mean (push.c):
+   beyond it the quiet watchers are not pushed to (compute.c), and a tick
+   leaves no departures (tick.c). At 100k entities with views of 35, the
+   pushes cost less than the scans up to about 15% of the crowd walking,
+   which is 6 events an unchanged watcher (README, Performance). */
+#ifndef AOI__PUSH_EVENTS
+#define AOI__PUSH_EVENTS 6
+#endif
+
+/* At most this many watchers are far-sighted (aoi__far_sighted) in a
+   tick: each costs a pass over every handle's mark (tick.c). */
+#define AOI__FAR_WATCHERS 8
+
+/* A tick whose cost, about live entities + 16 x queued records, is at most
+   this runs on the host thread (tick.c): waking the workers would cost
+   more. */
+#define AOI__INLINE_COST 2048u
+
+/* The per-axis distance within which a marker may be seen by a watcher
+   that sees `seen` far (its radius, or the marker's appeal), with the
+   hysteresis, padded against rounding: markers that near a shard are
+   ghosted there (tick.c for the world's largest, exchange.c per shard). */
+static inline double aoi__ghost_reach(const struct aoi_world *w, double seen)
+{
+  double extent =
+      aoi__reach_extent(&w->shape, seen + (double)w->config.hysteresis);
+  return extent * (1 + 1e-9) + 1e-9;
+}
+
+/* Whether a watcher of `radius` sees `far` or farther: its reach (radius
+   plus `hysteresis`) at least that. */
+static inline bool aoi__reaches(float radius, double hysteresis, double far)
+{
+  return (double)radius + hysteresis >= far;
+}
+
+/* Whether a watcher of `radius` is far-sighted in this tick (it reaches
+   far_reach): its view is computed from the marks of every handle instead
+   of its shard's grid (compute.c; with a cap, policy.c), so its shard is
+   sent no ghosts for it (apply.c, exchange.c). The host picks far_reach
+   (tick.c). */
+static inline bool aoi__far_sighted(const struct aoi_world *w, float radius)
+{
+  return aoi__reaches(radius, w->config.hysteresis, w->command.far_reach);
+}
+
+/* Whether `changes` changed markers, each seen by about `mean` watchers,
+   make at most AOI__PUSH_EVENTS events for each of `unchanged` entities:
+   the pushes pay. The host asks it of the world before a tick (whether
+   to leave departures, tick.c), and a worker of a shard (whether to push
+   to its quiet watchers, compute.c). */
+static inline bool aoi__pushes_pay(uint64_t changes, uint64_t mean,
+                                   uint64_t unchanged)
+{
+  return changes * mean <= AOI__PUSH_EVENTS * unchanged;
+}
+
+/* Whether moves are told by distance bands, so that views keep told
+   positions (aoi__view_told). */
+static inline bool aoi__bands(const struct aoi_world *w)
+{
+  return w->config.move_events != 0 && w->config.move_band_count > 0;
+}
 
 /* ---- host side ---------------------------------------------------------- */
 
@@ -87,7 +160,7 @@ static inline uint32_t aoi__live_handle(const struct aoi_world *w,
 
 /* rebalance.c: moving the shard cuts, called by tick.c. */
 /* Decides whether this tick moves the shard cuts and, if so, plans the new
-   ones in world->plan and counts where every entity goes, so that the tick
+   ones in world->plan and counts where every entity may go, so that the tick
    can reserve for the handoffs. Changes nothing else; false when no move is
    due or the plan cannot get memory. */
 bool aoi__plan_relayout(struct aoi_world *world);
@@ -114,6 +187,39 @@ int aoi__segments_settle(struct aoi_world *world);
 void aoi__segments_assign(struct aoi_world *world);
 
 /* ---- worker side -------------------------------------------------------- */
+
+/* Writes one event into an outbox, where the CPU allows with streaming
+   stores that bypass the caches: an outbox is written once a tick and read
+   by the host after it, so caching it would only evict the views and grids
+   the tick still reads. Streaming stores are weakly ordered: a worker calls
+   aoi__put_fence before it reports its tick done. Sanitizer builds define
+   AOI_PLAIN_STORES so every write stays visible to them. */
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
+#include <emmintrin.h>
+_Static_assert(sizeof(aoi_event) == 32, "an event is four 8-byte words");
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  long long words[4];
+  long long *at = (long long *)(void *)to;
+  memcpy(words, &event, sizeof(words));
+  _mm_stream_si64(at, words[0]);
+  _mm_stream_si64(at + 1, words[1]);
+  _mm_stream_si64(at + 2, words[2]);
+  _mm_stream_si64(at + 3, words[3]);
+}
+static inline void aoi__put_fence(void)
+{
+  _mm_sfence();
+}
+#else
+static inline void aoi__put_event(aoi_event *to, aoi_event event)
+{
+  *to = event;
+}
+static inline void aoi__put_fence(void)
+{
+}
+#endif
 
 /* worker.c: the worker threads, the batches between them, a tick's steps. */
 void *aoi__worker_main(void *arg);
@@ -205,9 +311,16 @@ bool aoi__view_holds(const aoi__view *view, const aoi__mark *mark, uint64_t id,
 
 /* An invariant walk of the whole world, for tests and the checked builds
    (host only, between ticks). Returns true when every structure is
-   consistent. */
+   consistent; else the walk stopped at the first invariant that does not
+   hold, which aoi__check_failure names. */
 bool aoi__world_valid(struct aoi_world *world);
+/* The walk of one shard (part of aoi__world_valid's). */
 bool aoi__shard_valid(const struct aoi_world *world, const aoi__shard *shard);
+/* The invariant the calling thread's last walk found broken, as
+   "check.c:LINE: CONDITION (SUBJECT)": the condition as check.c writes
+   it, and the shard, handle, segment or worker it concerns; "" when that
+   walk passed. Valid until the thread's next walk. */
+const char *aoi__check_failure(void);
 /* Called by aoi_tick_end where AOI_CHECK_INVARIANTS is defined: walks the
    world (every tick, or every few ticks for a large one) and aborts with a
    message when it is not consistent. */

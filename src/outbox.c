@@ -1,6 +1,6 @@
 /*
  * outbox.c: delivery. A tick leaves each worker's events in its segment, as
- * compact records (see aoi__segment in internal.h); the host takes them out
+ * compact records (see aoi__segment in types.h); the host takes them out
  * with aoi_deliver, one segment per host thread if it likes, or by id with
  * aoi_drain. A watcher's outbox is its backlog: the events of earlier ticks
  * that nobody took before the next tick began, expanded there in full

@@ -4,8 +4,11 @@
  *
  * Queries read the shards' state as of the last tick (their grids, views
  * and ghosts), which no thread writes between ticks; every one returns
- * AOI_EBUSY while a tick or a delivery is under way (aoi__busy). An answer of ids is sorted, so it
- * does not depend on the shard layout.
+ * AOI_EBUSY while a tick or a delivery is under way (aoi__busy). A query
+ * by place visits only the shards whose rectangles meet its box, and
+ * there only the grid cells the box covers. An answer of ids is sorted,
+ * so it does not depend on the shard layout; the ids are gathered in the
+ * world's query scratch (query_ids), which grows with the largest answer.
  */
 #include "internal.h"
 
@@ -18,6 +21,18 @@ static int compare_u64(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+#if AOI__ASSERTS_EXPENSIVE
+/* Whether an answer names each entity once: its ids strictly ascend. An
+   answer of owned entities does, each entity having one owner. */
+static bool each_once(const uint64_t *ids, uint32_t n)
+{
+  for (uint32_t i = 1; i < n; i++)
+    if (ids[i - 1] >= ids[i])
+      return false;
+  return true;
+}
+#endif
+
 static int collect(aoi_world *w, uint32_t n, uint64_t id)
 {
   int rc = aoi__reserve(&w->allocator, (void **)&w->query_ids,
@@ -27,9 +42,12 @@ static int collect(aoi_world *w, uint32_t n, uint64_t id)
   return rc;
 }
 
+/* Answers the n ids collected, sorted: as many as `capacity` into ids,
+   and n into *count. */
 static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
                    size_t *count)
 {
+  AOI__ASSERT(n == 0 || n <= w->query_capacity);
   if (n > 1)
     qsort(w->query_ids, n, sizeof(uint64_t), compare_u64);
   for (uint32_t i = 0; i < n && i < capacity; i++)
@@ -37,7 +55,9 @@ static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
   *count = n;
 }
 
-/* Calls visit(shard) for every shard whose rectangle meets the box. */
+/* The shards whose rectangles meet box[4] (x0, y0, x1, y1): the inclusive
+   range of their columns and rows, range[4] = (c0, r0, c1, r1); shard
+   (c, r) is shards[r * cols + c]. */
 static void shards_in_box(const aoi_world *w, const double box[4],
                           unsigned range[4])
 {
@@ -45,6 +65,8 @@ static void shards_in_box(const aoi_world *w, const double box[4],
   range[1] = aoi__layout_row(&w->layout, box[1]);
   range[2] = aoi__layout_col(&w->layout, box[2]);
   range[3] = aoi__layout_row(&w->layout, box[3]);
+  AOI__ASSERT(range[0] <= range[2] && range[2] < w->layout.cols);
+  AOI__ASSERT(range[1] <= range[3] && range[3] < w->layout.rows);
 }
 
 int aoi_query_circle(aoi_world *w, float x, float y, float radius,
@@ -87,15 +109,19 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
         }
     }
   answer(w, n, ids, capacity, count);
+  AOI__ASSERT_EXPENSIVE(each_once(w->query_ids, n));
   return 0;
 }
 
 /* The shard record of a live, applied handle, or NULL. */
 static const aoi__entity *applied(const aoi_world *w, uint32_t h)
 {
+  AOI__ASSERT(h < w->handle_count);
   if (w->host[h].born > w->tick)
     return NULL;
   const aoi__location *loc = &w->location[h];
+  AOI__ASSERT(loc->shard < w->shard_count);
+  AOI__ASSERT(loc->slot < w->shards[loc->shard].count);
   return &w->shards[loc->shard].entities[loc->slot];
 }
 
@@ -126,6 +152,7 @@ int aoi_view(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
   if (rc != 0)
     return rc;
   size_t n = e != NULL ? e->view.count : 0;
+  AOI__ASSERT(n == 0 || (e->flags & AOI_WATCHER));
   for (size_t i = 0; i < n && i < capacity; i++)
     ids[i] = w->mark[e->view.handles[i]].id;
   *count = n;
@@ -167,6 +194,7 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
             const uint32_t want = AOI__ENTRY_OWNED | AOI__ENTRY_WATCHER;
             if ((g->entry[i].info & want) != want)
               continue;
+            AOI__ASSERT(g->entry[i].slot < s->count);
             if (!view_holds(w, &s->entities[g->entry[i].slot].view, e->id, h))
               continue;
             if (collect(w, n, g->entry[i].id) != 0)
@@ -176,6 +204,7 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
       }
   }
   answer(w, n, ids, capacity, count);
+  AOI__ASSERT_EXPENSIVE(each_once(w->query_ids, n));
   return 0;
 }
 

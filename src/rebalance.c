@@ -6,9 +6,10 @@
  * rebalance_interval ticks the host weighs each shard's load (each entity
  * weighs 1 plus its view's size); when the busiest shard carries more than
  * 1.25x the mean, it plans new cuts at the quantiles of a weighted sample
- * of the entities' coordinates, and counts exactly which entities the new
- * cuts hand off, so that the tick can reserve for them before anything
- * changes. The tick then commits the cuts and tells the workers to check
+ * of the entities' coordinates, and counts the entities the new cuts may
+ * hand off (from where each stands, and from where this tick's ops put
+ * it: an upper bound), so that the tick can reserve for them before
+ * anything changes. The tick then commits the cuts and tells the workers to check
  * every entity's shard (aoi__tick_command.relayout). Rebalancing is only
  * an optimisation: a plan that cannot get memory is skipped.
  */
@@ -29,6 +30,7 @@ static int compare_samples(const void *a, const void *b)
 static void quantile_cuts(aoi__sample *sample, uint32_t n, uint64_t total,
                           unsigned bands, double *cut)
 {
+  AOI__ASSERT(n > 0 && bands >= 1);
   qsort(sample, n, sizeof(*sample), compare_samples);
   uint64_t sum = 0;
   uint32_t i = 0;
@@ -57,6 +59,7 @@ static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
                          float x, float y)
 {
   unsigned to = aoi__layout_shard(next, x, y);
+  AOI__ASSERT(from < w->shard_count && to < w->shard_count);
   if (to == from)
     return;
   w->plan.arrivals[to]++;
@@ -66,50 +69,59 @@ static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
     w->plan.bound[from_worker * w->threads + to_worker]++;
 }
 
-/* Decides whether this tick moves the shard cuts and, if so, plans the new
-   ones and counts exactly where every entity goes, so that the tick can
-   reserve for the handoffs. Nothing is changed yet; false when no move is
-   due, or when the plan cannot get memory (rebalancing is only an
-   optimisation). */
-bool aoi__plan_relayout(aoi_world *w)
+/* Whether the cuts are due to move this tick: every rebalance_interval
+   ticks, when the busiest shard carries more than 1.25x the mean load.
+   Writes the entities counted. */
+static bool rebalance_due(const aoi_world *w, uint64_t *count)
 {
+  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
   unsigned interval = w->config.rebalance_interval;
   unsigned shards = w->shard_count;
   if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
     return false;
-  uint64_t total = 0, most = 0, count = 0;
+  uint64_t total = 0, most = 0;
+  *count = 0;
   for (unsigned s = 0; s < shards; s++) {
     uint64_t load = 0;
     for (uint32_t i = 0; i < w->shards[s].count; i++)
       load += entity_load(&w->shards[s].entities[i]);
     total += load;
-    count += w->shards[s].count;
+    *count += w->shards[s].count;
     if (load > most)
       most = load;
   }
-  if (count < 4ull * shards || most * 4 <= total * 5 / shards)
-    return false; /* busiest shard within 1.25x of the mean load */
+  /* busiest shard within 1.25x of the mean load: no move */
+  return !(*count < 4ull * shards || most * 4 <= total * 5 / shards);
+}
+
+/* The plan's arrays, allocated at the first plan: false without memory. */
+static bool plan_reserve(aoi_world *w, uint32_t n)
+{
   const aoi_allocator *a = &w->allocator;
   aoi__plan *p = &w->plan;
-  unsigned cols = w->layout.cols, rows = w->layout.rows;
-  uint32_t step = (uint32_t)(count / 65536 + 1);
-  uint32_t n = (uint32_t)(count / step + shards);
   if (p->xcut == NULL) {
-    p->xcut = aoi__calloc(a, sizeof(double) * cols);
-    p->ycut = aoi__calloc(a, sizeof(double) * rows);
-    p->arrivals = aoi__calloc(a, sizeof(uint32_t) * shards);
+    p->xcut = aoi__calloc(a, sizeof(double) * w->layout.cols);
+    p->ycut = aoi__calloc(a, sizeof(double) * w->layout.rows);
+    p->arrivals = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
     p->bound = aoi__calloc(a, sizeof(uint32_t) * w->threads * w->threads);
     if (!p->xcut || !p->ycut || !p->arrivals || !p->bound)
       return false;
   }
-  if (aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n,
-                   sizeof(aoi__sample)) != 0 ||
-      aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n,
-                   sizeof(aoi__sample)) != 0)
-    return false;
+  return aoi__reserve(a, (void **)&p->xs, &p->xs_capacity, n,
+                      sizeof(aoi__sample)) == 0 &&
+         aoi__reserve(a, (void **)&p->ys, &p->ys_capacity, n,
+                      sizeof(aoi__sample)) == 0;
+}
+
+/* Plans the new cuts at the quantiles of every step-th entity's
+   coordinates (at most n), weighted by their loads. */
+static void plan_cuts(aoi_world *w, uint32_t step, uint32_t n)
+{
+  aoi__plan *p = &w->plan;
+  AOI__ASSERT(step >= 1 && n <= p->xs_capacity && n <= p->ys_capacity);
   uint32_t m = 0, seen = 0;
   uint64_t sampled = 0;
-  for (unsigned s = 0; s < shards; s++)
+  for (unsigned s = 0; s < w->shard_count; s++)
     for (uint32_t i = 0; i < w->shards[s].count; i++)
       if (seen++ % step == 0 && m < n) {
         const aoi__entity *e = &w->shards[s].entities[i];
@@ -119,13 +131,21 @@ bool aoi__plan_relayout(aoi_world *w)
         sampled += load;
         m++;
       }
-  quantile_cuts(p->xs, m, sampled, cols, p->xcut);
-  quantile_cuts(p->ys, m, sampled, rows, p->ycut);
-  aoi__layout next = {cols, rows, p->xcut, p->ycut};
+  quantile_cuts(p->xs, m, sampled, w->layout.cols, p->xcut);
+  quantile_cuts(p->ys, m, sampled, w->layout.rows, p->ycut);
+}
+
+/* Counts where the planned cuts send the entities: per shard, the
+   arrivals; per worker pair, the handoffs. Under the new cuts an entity
+   may leave from where it is now, or from where this tick's ops put it:
+   both are counted, an upper bound. */
+static void plan_arrivals(aoi_world *w)
+{
+  aoi__plan *p = &w->plan;
+  unsigned shards = w->shard_count;
+  aoi__layout next = {w->layout.cols, w->layout.rows, p->xcut, p->ycut};
   memset(p->arrivals, 0, sizeof(uint32_t) * shards);
   memset(p->bound, 0, sizeof(uint32_t) * w->threads * w->threads);
-  /* Under the new cuts an entity may leave from where it is now, or from
-     where this tick's ops put it: count both, an upper bound. */
   for (unsigned s = 0; s < shards; s++)
     for (uint32_t i = 0; i < w->shards[s].count; i++) {
       const aoi__entity *e = &w->shards[s].entities[i];
@@ -139,11 +159,30 @@ bool aoi__plan_relayout(aoi_world *w)
         plan_arrival(w, &next, s, r->x, r->y);
     }
   }
+}
+
+/* Decides whether this tick moves the shard cuts and, if so, plans the new
+   ones and counts where every entity may go, so that the tick can
+   reserve for the handoffs. Nothing is changed yet; false when no move is
+   due, or when the plan cannot get memory (rebalancing is only an
+   optimisation). */
+bool aoi__plan_relayout(aoi_world *w)
+{
+  uint64_t count;
+  if (!rebalance_due(w, &count))
+    return false;
+  uint32_t step = (uint32_t)(count / 65536 + 1);
+  uint32_t n = (uint32_t)(count / step + w->shard_count);
+  if (!plan_reserve(w, n))
+    return false;
+  plan_cuts(w, step, n);
+  plan_arrivals(w);
   return true;
 }
 
 void aoi__commit_relayout(aoi_world *w)
 {
+  AOI__ASSERT(!w->in_flight && w->plan.xcut != NULL);
   if (w->layout.cols > 1)
     memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
   if (w->layout.rows > 1)

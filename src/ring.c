@@ -9,7 +9,7 @@
  * visible to the consumer after the matching pop.
  */
 #include "ring.h"
-#include "sync.h" /* stress points */
+#include "stress.h"
 
 #include <string.h>
 
@@ -17,9 +17,11 @@
    empty). */
 static unsigned ring_size_for(unsigned capacity)
 {
+  AOI__ASSERT(capacity > 0 && capacity <= (1u << 30));
   unsigned size = 4;
   while (size - 1 < capacity)
     size <<= 1;
+  AOI__ASSERT((size & (size - 1)) == 0);
   return size;
 }
 
@@ -57,6 +59,7 @@ void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
 
 int aoi__ring_push(aoi__ring *ring, void *item)
 {
+  AOI__ASSERT(item != NULL); /* a pop reads NULL as empty */
   AOI__STRESS();
   /* ck_ring_enqueue_spsc fences stores before it publishes the slot. */
   return ck_ring_enqueue_spsc(&ring->ring, ring->buffer, item) ? 0 : -1;
@@ -92,7 +95,21 @@ bool aoi__ring_valid(const aoi__ring *ring)
   return ring->ring.p_tail - ring->ring.c_head < size;
 }
 
+#if AOI__ASSERTS_EXPENSIVE
+/* Every item queued is one (a NULL one would read as empty). Only while
+   no other thread uses the ring. */
+static bool items_valid(const aoi__ring *ring)
+{
+  unsigned mask = ring->size - 1;
+  for (unsigned i = ring->ring.c_head; i != ring->ring.p_tail; i++)
+    if (ring->buffer[i & mask].value == NULL)
+      return false;
+  return true;
+}
+#endif
+
 #else /* AOI_RING_C11 */
+#include <stdatomic.h>
 
 struct aoi__ring {
   _Alignas(64) _Atomic unsigned head; /* next slot to pop (consumer) */
@@ -127,6 +144,7 @@ void aoi__ring_destroy(const aoi_allocator *a, aoi__ring *ring)
 
 int aoi__ring_push(aoi__ring *ring, void *item)
 {
+  AOI__ASSERT(item != NULL); /* a pop reads NULL as empty */
   AOI__STRESS();
   unsigned tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
   /* acquire: the consumer is done with the slot it released */
@@ -173,6 +191,20 @@ bool aoi__ring_valid(const aoi__ring *ring)
   return aoi__ring_count(ring) < size;
 }
 
+#if AOI__ASSERTS_EXPENSIVE
+/* Every item queued is one (a NULL one would read as empty). Only while
+   no other thread uses the ring. */
+static bool items_valid(const aoi__ring *ring)
+{
+  unsigned head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+  unsigned tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+  for (unsigned i = head; i != tail; i++)
+    if (ring->slots[i & (ring->size - 1)] == NULL)
+      return false;
+  return true;
+}
+#endif
+
 #endif /* AOI_RING_C11 */
 
 int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring)
@@ -181,9 +213,12 @@ int aoi__ring_grow(const aoi_allocator *a, aoi__ring **ring)
   aoi__ring *bigger = aoi__ring_create(a, aoi__ring_capacity(old) * 2 + 1);
   if (bigger == NULL)
     return AOI_ENOMEM;
+  unsigned count = aoi__ring_count(old);
   void *item;
   while ((item = aoi__ring_pop(old)) != NULL)
     (void)aoi__ring_push(bigger, item);
+  AOI__ASSERT(aoi__ring_count(bigger) == count); /* every item moved */
+  AOI__ASSERT_EXPENSIVE(items_valid(bigger));
   aoi__ring_destroy(a, old);
   *ring = bigger;
   return 0;

@@ -1,7 +1,8 @@
 /*
  * submit.c: the host's half of an operation, between ticks: aoi_add,
- * aoi_move, aoi_set_*, aoi_remove, the handles and their tables, and the op
- * records queued for the shards.
+ * aoi_move, aoi_move_many, aoi_set_* (aoi_set_tag included), aoi_remove,
+ * references, the handles and their tables, and the op records queued for
+ * the shards.
  *
  * Each operation is validated against the state as submitted so far, every
  * allocation it needs is made first (so a failure changes nothing), then it
@@ -24,7 +25,7 @@
  * out is retired, never taken again. A move by reference is aoi_move
  * without the id lookup (move_handle serves both).
  *
- * The per-handle tables (world.h) live in one block, grown here. This file
+ * The per-handle tables (types.h) live in one block, grown here. This file
  * also frees everything the host side holds (aoi__host_free).
  */
 #include "internal.h"
@@ -152,7 +153,7 @@ static uint32_t next_generation(const aoi_world *w, uint32_t h, uint32_t g)
   return g;
 }
 
-/* The index of place i of the released ring (world.h), counted from its
+/* The index of place i of the released ring (types.h), counted from its
    head; -1 is the place before the head. */
 static uint32_t released_at(const aoi_world *w, int64_t i)
 {

@@ -13,8 +13,12 @@
  * and a ringer calls it only when the sleepers count says someone may
  * sleep. Elsewhere a mutex and a condition variable do the same; the mutex
  * is touched only when a waiter actually sleeps.
+ *
+ * The stress point of AOI_STRESS builds (stress.h) is here too: its spin
+ * is the bells' (cpu_relax).
  */
 #include "sync.h"
+#include "stress.h"
 
 #include <sched.h>
 #include <time.h>

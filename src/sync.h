@@ -1,6 +1,6 @@
 /*
- * sync.h: bells (sync.c), which wake a thread that waits for ring traffic;
- * the stress points of AOI_STRESS builds; and the monotonic clock.
+ * sync.h: bells (sync.c), which wake a thread that waits for ring traffic,
+ * and the monotonic clock. (The stress points are in stress.h.)
  */
 #ifndef AOI_SYNC_H
 #define AOI_SYNC_H
@@ -34,16 +34,6 @@ void aoi__bell_ring(aoi__bell *bell);
 void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
 /* The same, spinning `spin_ns` first (0: sleep at once). */
 void aoi__bell_wait_for(aoi__bell *bell, uint32_t seen, uint32_t spin_ns);
-
-/* Stress points (sync.c): with AOI_STRESS defined, each one may yield, spin
-   or sleep a few microseconds at random, so that tests meet the rare
-   interleavings of rings, handoffs and merges. Free otherwise. */
-#ifdef AOI_STRESS
-void aoi__stress_point(void);
-#define AOI__STRESS() aoi__stress_point()
-#else
-#define AOI__STRESS() ((void)0)
-#endif
 
 /* The monotonic clock, in nanoseconds. */
 uint64_t aoi__now_ns(void);

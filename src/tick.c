@@ -2,24 +2,30 @@
  * tick.c: the host's part of a tick: aoi_tick_begin, aoi_tick_poll,
  * aoi_tick_end and aoi_tick.
  *
- * aoi_tick_begin settles the last tick's undelivered events into their
- * outboxes (outbox.c), reserves everything the apply step can add (so that
- * no operation can be lost inside the tick), moves the shard cuts when
- * rebalance.c plans it, and fills the tick command: the ghost reach and
- * the cell size follow the live watchers' radii and appeals. Then it pushes
- * each shard's queue onto its ring and hands each worker the command
- * through its control ring (worker.c), or runs a small tick on the host
- * thread itself, or, when nothing changed, none at all.
+ * aoi_tick_begin (tick_begin) settles the last tick's undelivered events
+ * into their outboxes (outbox.c), reserves everything the apply step can
+ * add (so that no operation can be lost inside the tick), makes the tags
+ * set since the last tick the ones its events carry, moves the shard cuts
+ * when rebalance.c plans it, and fills the tick command: the ghost reach
+ * and the cell size follow the live watchers' radii and appeals; whether
+ * the tick leaves departures follows how many entities changed; the far
+ * reach, whether a few watchers see far. Then it pushes each shard's
+ * queue onto its ring and hands each worker the command through its
+ * control ring (worker.c), or runs a small tick on the host thread
+ * itself, or, when nothing changed, none at all. In a blocking tick
+ * (aoi_tick) the host runs worker 0's share itself.
  *
  * aoi_tick_end sleeps on the host bell until every worker has reported
  * through its done ring. After that the workers are idle again and the
- * host owns everything: it empties the queues, frees the handles removed
- * before the last tick, lists the watchers that got events (outbox.c),
- * gives back what a burst made the arrays grow, and sums the statistics.
- * Where AOI_CHECK_INVARIANTS is defined it then walks the world's
- * invariants (check.c).
+ * host owns everything: it empties the queues, sums what the workers
+ * reported, frees the handles removed before the last tick, hands each
+ * segment the backlog watchers it delivers (outbox.c), gives back what a
+ * burst made the arrays grow, and publishes the statistics. Where
+ * AOI_CHECK_INVARIANTS is defined it then walks the world's invariants
+ * (check.c).
  */
 #include "internal.h"
+#include "stress.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,33 +127,25 @@ static void apply_tags(aoi_world *w)
 {
   for (uint32_t i = 0; i < w->tag_queued_count; i++) {
     uint32_t h = w->tag_queued[i];
+    AOI__ASSERT(h < w->handle_count);
+    AOI__ASSERT(w->handle_bits[h] & AOI__HANDLE_TAG); /* listed once */
     w->tag[h] = w->tag_next[h];
     w->handle_bits[h] &= (uint8_t)~AOI__HANDLE_TAG;
   }
   w->tag_queued_count = 0;
 }
 
-/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
-static int tick_begin(aoi_world *w, bool blocking)
+/* Reserves everything the apply phase can add, for the cuts `relayout`
+   plans too: then it never allocates, and no op and no handoff can be
+   lost to a failed allocation inside the tick. Each record touches and
+   departs at most once. 0 or AOI_ENOMEM (what was reserved stays). */
+static int reserve_for_tick(aoi_world *w, bool relayout)
 {
-  if (w == NULL)
-    return AOI_EINVAL;
-  int busy = aoi__busy(w);
-  if (busy != 0)
-    return busy;
-  uint64_t started = aoi__now_ns();
-  bool relayout = aoi__plan_relayout(w);
+  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
   const aoi_allocator *a = &w->allocator;
   int rc;
-  /* The last tick's undelivered events move to their outboxes, so that the
-     workers can reuse the segments (and the marks can change). */
-  if ((rc = aoi__segments_settle(w)) != 0)
-    return rc;
   for (unsigned s = 0; s < w->shard_count; s++) {
     aoi__shard *sh = &w->shards[s];
-    /* The apply phase then never allocates: no op and no handoff can be
-       lost to a failed allocation inside the tick. Each record touches and
-       departs at most once. */
     uint32_t planned = relayout ? w->plan.arrivals[s] : 0;
     uint32_t need = sh->count + sh->arrivals_bound + planned;
     aoi__peak_note(&sh->entity_peak, need);
@@ -165,51 +163,51 @@ static int tick_begin(aoi_world *w, bool blocking)
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++) {
       aoi__batch *b = &w->workers[i].handoffs_out[j];
-      uint32_t bound = b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
+      uint32_t bound =
+          b->bound + (relayout ? w->plan.bound[i * w->threads + j] : 0);
       aoi__peak_note(&b->peak, bound);
       if (bound > 0 && (rc = aoi__reserve(a, &b->items, &b->capacity, bound,
                                           sizeof(aoi__handoff))) != 0)
         return rc;
     }
-  /* From here on nothing can fail before the workers run. */
-  apply_tags(w);
-  if (relayout)
-    aoi__commit_relayout(w);
-  w->command.relayout = relayout;
-  if (w->radius_high_dirty || w->appeal_high_dirty)
-    recompute_highs(w);
-  /* A marker is seen from max(the watcher's radius, its own appeal). */
-  double seen = fmax(w->radius_high, w->appeal_high);
-  double reach = seen + (double)w->config.hysteresis;
-  w->command.tick = w->tick + 1;
-  /* The records are one per live entity that changed and one per entity
-     removed since the last tick (limbo). Departures serve the unchanged
-     watchers only, which then take the changes around them from pushes
-     (push.c); without them every watcher scans its reach. They pay only
-     where the pushes do: where the changes make at most AOI__PUSH_EVENTS
-     events an unchanged entity, on the mean view. Beyond that the quiet
-     watchers are not pushed to, and each one's look at the changes in its
-     reach (compute_changes) costs more than its scan: at 100k entities
-     and 10% to 25% of them walking, 42-56 ms a tick with departures
-     against 32-39 without (README). So a walking crowd with a few
-     standing, or one standing spectator, leaves none. */
+  return 0;
+}
+
+/* Whether this tick leaves departures. The records are one per live
+   entity that changed and one per entity removed since the last tick
+   (limbo). Departures serve the unchanged watchers only, which then take
+   the changes around them from pushes (push.c); without them every
+   watcher scans its reach. They pay only where the pushes do: where the
+   changes make at most AOI__PUSH_EVENTS events an unchanged entity, on
+   the mean view. Beyond that the quiet watchers are not pushed to, and
+   each one's look at the changes in its reach (compute_changes) costs
+   more than its scan: at 100k entities and 10% to 25% of them walking,
+   42-56 ms a tick with departures against 32-39 without (README). So a
+   walking crowd with a few standing, or one standing spectator, leaves
+   none. */
+static bool departures_pay(const aoi_world *w)
+{
   uint64_t changed = (uint64_t)w->records - w->limbo_count;
   uint64_t unchanged = w->live > changed ? w->live - changed : 0;
-  w->command.departures =
-      unchanged > 0 && aoi__pushes_pay(changed, mean_view(w), unchanged);
-  if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
-    age_stamps(w, w->command.tick);
-  w->command.ghost_reach = aoi__ghost_reach(w, seen);
-  w->command.appeals = w->appeal_high > 0;
-  /* Cells follow the usual reach, not the largest: a watcher scans the
-     cells its own reach covers, so one spectator with a huge radius costs
-     its own scan and nobody else's. */
+  return unchanged > 0 && aoi__pushes_pay(changed, mean_view(w), unchanged);
+}
+
+/* Cells follow the usual reach, not the largest: a watcher scans the
+   cells its own reach covers, so one spectator with a huge radius costs
+   its own scan and nobody else's. The mean radius with the hysteresis,
+   at most `reach`. */
+static double usual_reach(const aoi_world *w, double reach)
+{
   double usual = w->watchers > 0 ? w->radius_sum / (double)w->watchers : 0;
-  usual = fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
-  w->command.usual_reach = usual;
-  /* Far-sighted watchers only while few watchers reach that far, as the
-     shards counted at the last exchange for the same candidate or a
-     nearer one (one tick late: a crowd of them costs a tick each pass) */
+  return fmin(fmax(usual, 0) + (double)w->config.hysteresis, reach);
+}
+
+/* Sets the command's far reach: far-sighted watchers only while few
+   watchers reach that far, as the shards counted at the last exchange for
+   the same candidate or a nearer one (one tick late: a crowd of them
+   costs a tick each pass). */
+static void choose_far_reach(aoi_world *w, double usual)
+{
   double candidate = far_candidate(w, usual);
   uint64_t reaching = 0;
   for (unsigned s = 0; s < w->shard_count; s++)
@@ -220,48 +218,86 @@ static int tick_begin(aoi_world *w, bool blocking)
                              ? candidate
                              : INFINITY;
   w->last_far_candidate = candidate;
+}
+
+/* Fills the tick command from the live crowd: the ghost reach and the
+   cell size follow the live watchers' radii and appeals. */
+static void plan_command(aoi_world *w, bool relayout)
+{
+  w->command.relayout = relayout;
+  if (w->radius_high_dirty || w->appeal_high_dirty)
+    recompute_highs(w);
+  /* A marker is seen from max(the watcher's radius, its own appeal). */
+  double seen = fmax(w->radius_high, w->appeal_high);
+  double reach = seen + (double)w->config.hysteresis;
+  w->command.tick = w->tick + 1;
+  w->command.departures = departures_pay(w);
+  if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
+    age_stamps(w, w->command.tick);
+  w->command.ghost_reach = aoi__ghost_reach(w, seen);
+  w->command.appeals = w->appeal_high > 0;
+  double usual = usual_reach(w, reach);
+  w->command.usual_reach = usual;
+  choose_far_reach(w, usual);
   w->command.cell_size = w->shape.kind == AOI_SHAPE_CELLS
                              ? fmax(w->shape.cell, usual)
                              : fmax(usual * AOI__CELL_PER_REACH, 1e-3);
   w->command.shutdown = 0;
-  w->in_flight = true;
-  w->tick_started = started;
-  /* A tick with nothing to apply, no view held back by the last one, the
-     cuts where they were and the same ghost reach would rebuild the same
-     ghosts and grids, compute no watcher and make no event: the workers
-     sleep on, and aoi_tick_end counts the tick with what they reported
-     last (no handoff, no event, no time). */
-  if (w->records == 0 && !relayout && !w->views_held && !w->lagging &&
-      w->command.ghost_reach == w->last_ghost_reach) {
-    for (unsigned i = 0; i < w->threads; i++) {
-      aoi__worker *k = &w->workers[i];
-      k->handoffs = k->events_made = 0;
-      memset(k->phase_ns, 0, sizeof(k->phase_ns));
-    }
-    for (unsigned s = 0; s < w->shard_count; s++)
-      w->shards[s].compute_ns = 0;
-    w->workers_done = w->threads;
-    return 0;
+}
+
+/* A tick with nothing to apply, no view held back by the last one, the
+   cuts where they were and the same ghost reach would rebuild the same
+   ghosts and grids, compute no watcher and make no event. */
+static bool tick_is_idle(const aoi_world *w, bool relayout)
+{
+  return w->records == 0 && !relayout && !w->views_held && !w->lagging &&
+         w->command.ghost_reach == w->last_ghost_reach;
+}
+
+/* Skips an idle tick: the workers sleep on, and aoi_tick_end counts the
+   tick with what they reported last (no handoff, no event, no time). */
+static void skip_tick(aoi_world *w)
+{
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    k->handoffs = k->events_made = 0;
+    memset(k->phase_ns, 0, sizeof(k->phase_ns));
   }
+  for (unsigned s = 0; s < w->shard_count; s++)
+    w->shards[s].compute_ns = 0;
+  w->workers_done = w->threads;
+}
+
+/* Hands each shard its queue through its op ring. */
+static void push_queues(aoi_world *w)
+{
+  for (unsigned s = 0; s < w->shard_count; s++)
+    AOI__ASSERT(aoi__ring_count(w->shards[s].ops) == 0); /* last one taken */
   for (unsigned s = 0; s < w->shard_count; s++)
     while (aoi__ring_push(w->shards[s].ops, &w->shards[s].queue) != 0)
       ; /* holds 3; at most one queue is ever on it */
-  /* A small world with a few changes is cheaper to tick here than to wake
-     the workers for: a wake-up and the batches between them cost more
-     than the tick itself (a tick costs about 50 ns per entity and a few
-     us per changed one; a wake-up tens of us). So is any tick the host
-     would only wait for, alone with its one worker. */
-  w->command.on_host = w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
-                       (blocking && w->threads == 1 && w->inline_single);
-  if (w->command.on_host) {
-    aoi__tick_on_host(w, &w->command);
-    w->workers_done = w->threads;
-    return 0;
-  }
-  /* In a blocking tick the host runs worker 0's share itself: it would
-     only wait, and a wake-up fewer leaves the OS one thread fewer to place
-     (a host thread busy with the submit, and two workers woken onto the
-     other core, made a tick take twice as long: README) */
+}
+
+/* Whether the host thread runs the tick itself. A small world with a few
+   changes is cheaper to tick here than to wake the workers for: a wake-up
+   and the batches between them cost more than the tick itself (a tick
+   costs about 50 ns per entity and a few us per changed one; a wake-up
+   tens of us). So is any tick the host would only wait for, alone with
+   its one worker. */
+static bool runs_on_host(const aoi_world *w, bool blocking)
+{
+  return w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
+         (blocking && w->threads == 1 && w->inline_single);
+}
+
+/* Hands every worker the command and rings its bell. In a blocking tick
+   the host runs worker 0's share itself: it would only wait, and a
+   wake-up fewer leaves the OS one thread fewer to place (a host thread
+   busy with the submit, and two workers woken onto the other core, made
+   a tick take twice as long: README). */
+static void start_workers(aoi_world *w, bool blocking)
+{
+  AOI__ASSERT(w->in_flight && !w->command.on_host);
   bool share = blocking && w->host_share;
   for (unsigned i = share ? 1 : 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
@@ -275,6 +311,42 @@ static int tick_begin(aoi_world *w, bool blocking)
     aoi__tick_share(w, &w->command);
     w->workers_done = 1; /* worker 0's, which makes no report */
   }
+}
+
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
+static int tick_begin(aoi_world *w, bool blocking)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  int rc = aoi__busy(w);
+  if (rc != 0)
+    return rc;
+  uint64_t started = aoi__now_ns();
+  bool relayout = aoi__plan_relayout(w);
+  /* The last tick's undelivered events move to their outboxes, so that the
+     workers can reuse the segments (and the marks can change). */
+  if ((rc = aoi__segments_settle(w)) != 0 ||
+      (rc = reserve_for_tick(w, relayout)) != 0)
+    return rc;
+  /* From here on nothing can fail before the workers run. */
+  apply_tags(w);
+  if (relayout)
+    aoi__commit_relayout(w);
+  plan_command(w, relayout);
+  w->in_flight = true;
+  w->tick_started = started;
+  if (tick_is_idle(w, relayout)) {
+    skip_tick(w);
+    return 0;
+  }
+  push_queues(w);
+  w->command.on_host = runs_on_host(w, blocking);
+  if (w->command.on_host) {
+    aoi__tick_on_host(w, &w->command);
+    w->workers_done = w->threads;
+    return 0;
+  }
+  start_workers(w, blocking);
   return 0;
 }
 
@@ -349,11 +421,12 @@ static void shrink_arrays(aoi_world *w)
     }
 }
 
-/* Empties the queues the tick applied. */
+/* Empties the queues the tick applied, and the bounds reserved for them. */
 static void end_queues(aoi_world *w)
 {
   for (unsigned s = 0; s < w->shard_count; s++) {
     aoi__shard *sh = &w->shards[s];
+    AOI__ASSERT(sh->queue.count <= sh->queue.capacity);
     for (uint32_t i = 0; i < sh->queue.count; i++)
       w->queued[sh->queue.records[i].handle] = AOI__NONE;
     sh->queue.count = sh->queue.extra_count = 0;
@@ -361,6 +434,68 @@ static void end_queues(aoi_world *w)
     sh->touched_count = sh->departed_count = 0; /* read only in the tick */
   }
   w->records = 0;
+  for (unsigned i = 0; i < w->threads; i++)
+    for (unsigned j = 0; j < w->threads; j++)
+      w->workers[i].handoffs_out[j].bound = 0;
+}
+
+/* Sums what the workers reported into the stats: the slowest worker's
+   phase times, the others' counts. Returns the tick's result, a worker's
+   failure or 0. */
+static int sum_results(aoi_world *w)
+{
+  int rc = 0;
+  aoi_stats *st = &w->stats;
+  memset(st->phase_ns, 0, sizeof(st->phase_ns));
+  st->ghosts = st->handoffs = st->events = 0;
+  w->lagging = false;
+  for (unsigned i = 0; i < w->threads; i++) {
+    aoi__worker *k = &w->workers[i];
+    if (k->error != 0)
+      rc = k->error;
+    for (int p = 0; p < AOI_PHASE_COUNT; p++)
+      if (k->phase_ns[p] > st->phase_ns[p])
+        st->phase_ns[p] = k->phase_ns[p];
+    st->ghosts += k->ghosts;
+    st->handoffs += k->handoffs;
+    st->events += k->events_made;
+    w->lagging |= k->lagging > 0;
+  }
+  return rc;
+}
+
+/* Handles removed before this tick are free once no view can hold them:
+   after a tick that recomputed every view. A view held back by a failed
+   tick (rc != 0) may still hold one, and a new entity under it would pass
+   for the old one, so those wait for a tick that succeeds. */
+static void release_handles(aoi_world *w, int rc)
+{
+  w->views_held = rc != 0;
+  /* Their ids stay readable for one more tick: the leaves of this one name
+     them until they are delivered. */
+  if (rc == 0) {
+    w->free_count += w->limbo_old_count; /* (one ring: see types.h) */
+    w->limbo_old_count = 0;
+  }
+  w->limbo_old_count += w->limbo_count;
+  w->limbo_count = 0;
+  /* the released ring holds each handle at most once */
+  AOI__ASSERT((uint64_t)w->free_count + w->limbo_old_count <=
+              w->handle_capacity);
+}
+
+/* The per-shard stats and the tick's totals. */
+static void publish_stats(aoi_world *w)
+{
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    w->shard_entities[s] = w->shards[s].count;
+    w->shard_ns[s] = w->shards[s].compute_ns;
+  }
+  aoi_stats *st = &w->stats;
+  st->tick = w->tick;
+  st->entities = w->live;
+  st->watchers = w->watchers;
+  st->tick_ns = aoi__now_ns() - w->tick_started;
 }
 
 /* Takes the done reports that have arrived; true when all have. */
@@ -369,6 +504,7 @@ static bool collect_done(aoi_world *w)
   for (unsigned i = 0; i < w->threads; i++)
     while (aoi__ring_pop(w->workers[i].done) != NULL)
       w->workers_done++;
+  AOI__ASSERT(w->workers_done <= w->threads); /* one report a worker */
   return w->workers_done == w->threads;
 }
 
@@ -395,53 +531,14 @@ int aoi_tick_end(aoi_world *w)
   }
   w->in_flight = false;
   w->tick++;
-
   /* The workers are idle: collect, recycle, count. */
   end_queues(w);
-  for (unsigned i = 0; i < w->threads; i++)
-    for (unsigned j = 0; j < w->threads; j++)
-      w->workers[i].handoffs_out[j].bound = 0;
-  int rc = 0;
-  aoi_stats *st = &w->stats;
-  memset(st->phase_ns, 0, sizeof(st->phase_ns));
-  st->ghosts = st->handoffs = st->events = 0;
-  w->lagging = false;
-  for (unsigned i = 0; i < w->threads; i++) {
-    aoi__worker *k = &w->workers[i];
-    if (k->error != 0)
-      rc = k->error;
-    for (int p = 0; p < AOI_PHASE_COUNT; p++)
-      if (k->phase_ns[p] > st->phase_ns[p])
-        st->phase_ns[p] = k->phase_ns[p];
-    st->ghosts += k->ghosts;
-    st->handoffs += k->handoffs;
-    st->events += k->events_made;
-    w->lagging |= k->lagging > 0;
-  }
-  /* Handles removed before this tick are free once no view can hold them:
-     after a tick that recomputed every view. A view held back by a failed
-     tick may still hold one, and a new entity under it would pass for the
-     old one, so those wait for a tick that succeeds. */
-  w->views_held = rc != 0;
-  /* Their ids stay readable for one more tick: the leaves of this one name
-     them until they are delivered. */
-  if (rc == 0) {
-    w->free_count += w->limbo_old_count; /* (one ring: see world.h) */
-    w->limbo_old_count = 0;
-  }
-  w->limbo_old_count += w->limbo_count;
-  w->limbo_count = 0;
+  int rc = sum_results(w);
+  release_handles(w, rc);
   aoi__segments_assign(w);
   shrink_arrays(w);
   w->last_ghost_reach = w->command.ghost_reach;
-  for (unsigned s = 0; s < w->shard_count; s++) {
-    w->shard_entities[s] = w->shards[s].count;
-    w->shard_ns[s] = w->shards[s].compute_ns;
-  }
-  st->tick = w->tick;
-  st->entities = w->live;
-  st->watchers = w->watchers;
-  st->tick_ns = aoi__now_ns() - w->tick_started;
+  publish_stats(w);
 #ifdef AOI_CHECK_INVARIANTS
   aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
 #endif

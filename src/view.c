@@ -1,7 +1,7 @@
 /*
  * view.c: view storage.
  *
- * A view (aoi__view, world.h) is the handles of the markers a watcher sees,
+ * A view (aoi__view, types.h) is the handles of the markers a watcher sees,
  * ordered by id, in one block with the positions each was last told when
  * the world has move bands. The compute step finds a watcher's enters;
  * aoi__view_enter sorts them by id and merges them into the kept handles

@@ -1,8 +1,11 @@
 /*
- * world.c: the world's lifecycle and configuration: aoi_create and
- * aoi_destroy, the default allocator hooks, error names and the version. A
- * world is created with its shards, rings and worker threads, all of which
- * live until aoi_destroy; the host side's state (submit.c) grows with use.
+ * world.c: the world's lifecycle and configuration: aoi_config_default and
+ * the config's checks, aoi_create and aoi_destroy, the default allocator
+ * hooks, error names and the version. A world is created with its shards,
+ * rings, workers and their threads (and how long their waits spin), all of
+ * which live until aoi_destroy; the host side's state (submit.c) grows with
+ * use. A creation that fails frees what it made (world_free), so each step
+ * of aoi_create only has to leave what it made where world_free finds it.
  */
 #include "internal.h"
 
@@ -148,9 +151,11 @@ static int pin_workers(aoi_world *w)
     /* the (i mod n)-th CPU of the set */
     unsigned skip = i % n;
     int cpu = 0;
-    for (;; cpu++)
+    for (;; cpu++) {
+      AOI__ASSERT(cpu < CPU_SETSIZE); /* the n-th is in the set */
       if (CPU_ISSET(cpu, &allowed) && skip-- == 0)
         break;
+    }
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
@@ -166,6 +171,7 @@ static int pin_workers(aoi_world *w)
    at least this. */
 static double least_square_above(float distance)
 {
+  AOI__ASSERT(isfinite(distance) && distance >= 0); /* (config_valid) */
   double d = distance, s = d * d;
   while (s > 0 && sqrt(s) > d)
     s = nextafter(s, 0);
@@ -186,6 +192,7 @@ static unsigned online_cores(void)
 
 static void world_free(aoi_world *w)
 {
+  AOI__ASSERT(atomic_load(&w->delivering) == 0); /* (aoi_destroy) */
   const aoi_allocator *a = &w->allocator;
   if (w->in_flight)
     (void)aoi_tick_end(w);
@@ -229,10 +236,11 @@ static void world_free(aoi_world *w)
   aoi__free(&copy, w, sizeof(*w));
 }
 
-int aoi_create(const aoi_config *config, aoi_world **out)
+/* Allocates the world from the config's allocator (or malloc) and takes
+   the config; the host bell is the one thing it needs before world_free
+   can free it. 0, AOI_ENOMEM or AOI_ESYS (then nothing is left). */
+static int world_alloc(const aoi_config *config, aoi_world **out)
 {
-  if (config == NULL || out == NULL || !config_valid(config))
-    return AOI_EINVAL;
   aoi_allocator allocator = {default_alloc, default_realloc, default_free,
                              NULL};
   if (config->allocator != NULL)
@@ -243,18 +251,25 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   w->config = *config;
   w->config.allocator = NULL;
   w->allocator = allocator;
-  const aoi_allocator *a = &w->allocator;
   if (aoi__bell_init(&w->host_bell) != 0) {
-    aoi__free(a, w, sizeof(*w));
+    aoi__free(&allocator, w, sizeof(*w));
     return AOI_ESYS;
   }
+  *out = w;
+  return 0;
+}
+
+/* The view shape, the move bands' thresholds, the thread and shard counts,
+   and the shard layout over the config's bounds (0..1000 on an axis whose
+   bounds are empty). */
+static int set_geometry(aoi_world *w, const aoi_config *config)
+{
   w->shape.kind = config->shape;
   w->shape.cell = config->cell_size;
   for (unsigned b = 0; b < config->move_band_count; b++)
     w->band_above[b] = least_square_above(config->move_bands[b].distance);
   w->threads = config->threads ? config->threads : online_cores();
   w->shard_count = config->shards ? config->shards : w->threads;
-
   double min_x = config->min_x, max_x = config->max_x;
   double min_y = config->min_y, max_y = config->max_y;
   if (!(min_x < max_x)) {
@@ -266,70 +281,100 @@ int aoi_create(const aoi_config *config, aoi_world **out)
     max_y = 1000;
   }
   w->last_far_candidate = INFINITY;
-  int rc = aoi__layout_init(a, &w->layout, w->shard_count, min_x, min_y,
-                            max_x, max_y);
-  if (rc != 0)
-    goto fail;
-  rc = AOI_ENOMEM;
+  AOI__ASSERT(w->threads >= 1 && w->threads <= AOI__MAX_THREADS);
+  AOI__ASSERT(w->shard_count >= 1 && w->shard_count <= AOI__MAX_SHARDS);
+  return aoi__layout_init(&w->allocator, &w->layout, w->shard_count, min_x,
+                          min_y, max_x, max_y);
+}
+
+/* The shards, each with its op ring, and their stats arrays. */
+static int create_shards(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
   w->shards = aoi__calloc(a, sizeof(aoi__shard) * w->shard_count);
   w->shard_entities = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
   w->shard_ns = aoi__calloc(a, sizeof(uint64_t) * w->shard_count);
   if (w->shards == NULL || w->shard_entities == NULL || w->shard_ns == NULL)
-    goto fail;
+    return AOI_ENOMEM;
   for (unsigned i = 0; i < w->shard_count; i++) {
     w->shards[i].index = i;
     w->shards[i].reach_radius = w->shards[i].radius_held = -1;
     w->shards[i].radius_held_all = -1;
     w->shards[i].far_held = INFINITY;
     if ((w->shards[i].ops = aoi__ring_create(a, 4)) == NULL)
-      goto fail;
+      return AOI_ENOMEM;
   }
+  return 0;
+}
+
+/* The rings between every two workers, peer[from * threads + to]. */
+static int create_peer_rings(aoi_world *w)
+{
+  const aoi_allocator *a = &w->allocator;
   w->peer = aoi__calloc(a, sizeof(aoi__ring *) * w->threads * w->threads);
   if (w->peer == NULL)
-    goto fail;
+    return AOI_ENOMEM;
   for (unsigned i = 0; i < w->threads; i++)
     for (unsigned j = 0; j < w->threads; j++)
-      if (i != j && (w->peer[i * w->threads + j] = aoi__ring_create(a, 8)) == NULL)
-        goto fail;
-  if ((rc = aoi__host_init(w)) != 0)
-    goto fail;
-  rc = AOI_ENOMEM;
-  w->workers = aoi__calloc(a, sizeof(aoi__worker) * w->threads);
-  w->segments = aoi__calloc(a, sizeof(aoi__segment) * w->threads);
-  if (w->workers == NULL || w->segments == NULL)
-    goto fail;
-  for (unsigned i = 0; i < w->threads; i++) {
-    aoi__worker *k = &w->workers[i];
-    k->index = i;
-    k->control = aoi__ring_create(a, 4);
-    k->done = aoi__ring_create(a, 4);
-    k->handoffs_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
-    k->ghosts_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
-    k->reach_put = aoi__calloc(a, sizeof(float) * w->shard_count);
-    k->reach_to = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
-    k->ghost_reach = aoi__calloc(a, sizeof(double) * w->shard_count);
-    if (k->control == NULL || k->done == NULL || k->handoffs_out == NULL ||
-        k->ghosts_out == NULL || k->reach_put == NULL ||
-        k->reach_to == NULL || k->ghost_reach == NULL)
-      goto fail;
-    for (unsigned s = 0; s < w->shard_count; s++)
-      k->reach_put[s] = -1;
-    if (aoi__bell_init(&k->bell) != 0) {
-      rc = AOI_ESYS;
-      goto fail;
-    }
-    if (aoi__bell_init(&k->peer_bell) != 0) {
-      aoi__bell_destroy(&k->bell);
-      rc = AOI_ESYS;
-      goto fail;
-    }
-    k->world = w; /* marks the bells as initialised */
+      if (i != j &&
+          (w->peer[i * w->threads + j] = aoi__ring_create(a, 8)) == NULL)
+        return AOI_ENOMEM;
+  return 0;
+}
+
+/* Worker k's rings, batches and per-shard arrays, and its bells; a worker
+   whose bells are set up has k->world (world_free reads it). */
+static int create_worker(aoi_world *w, aoi__worker *k, unsigned i)
+{
+  AOI__ASSERT(i < w->threads && k == &w->workers[i]);
+  const aoi_allocator *a = &w->allocator;
+  k->index = i;
+  k->control = aoi__ring_create(a, 4);
+  k->done = aoi__ring_create(a, 4);
+  k->handoffs_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
+  k->ghosts_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
+  k->reach_put = aoi__calloc(a, sizeof(float) * w->shard_count);
+  k->reach_to = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
+  k->ghost_reach = aoi__calloc(a, sizeof(double) * w->shard_count);
+  if (k->control == NULL || k->done == NULL || k->handoffs_out == NULL ||
+      k->ghosts_out == NULL || k->reach_put == NULL || k->reach_to == NULL ||
+      k->ghost_reach == NULL)
+    return AOI_ENOMEM;
+  for (unsigned s = 0; s < w->shard_count; s++)
+    k->reach_put[s] = -1;
+  if (aoi__bell_init(&k->bell) != 0)
+    return AOI_ESYS;
+  if (aoi__bell_init(&k->peer_bell) != 0) {
+    aoi__bell_destroy(&k->bell);
+    return AOI_ESYS;
   }
-  /* How long waits spin before they sleep (sync.c). A spinner that shares
-     a core with the thread it waits for only delays it, so waits spin
-     longer only where the host and every worker can have a core each. A
-     worker that waits for the next tick spins hardly at all: the next
-     tick is usually a frame away. */
+  k->world = w; /* marks the bells as initialised */
+  return 0;
+}
+
+/* The workers (not yet their threads) and their delivery segments. */
+static int create_workers(aoi_world *w)
+{
+  w->workers = aoi__calloc(&w->allocator, sizeof(aoi__worker) * w->threads);
+  w->segments = aoi__calloc(&w->allocator, sizeof(aoi__segment) * w->threads);
+  if (w->workers == NULL || w->segments == NULL)
+    return AOI_ENOMEM;
+  for (unsigned i = 0; i < w->threads; i++) {
+    int rc = create_worker(w, &w->workers[i], i);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* How long waits spin before they sleep (sync.c), and which ticks the host
+   runs itself (tick.c). A spinner that shares a core with the thread it
+   waits for only delays it, so waits spin longer only where the host and
+   every worker can have a core each. A worker that waits for the next
+   tick spins hardly at all: the next tick is usually a frame away. */
+static void set_tunables(aoi_world *w)
+{
+  AOI__ASSERT(w->workers != NULL); /* (create_workers) */
   bool own_cores = online_cores() > w->threads;
   w->host_bell.spin_ns = own_cores ? 20000 : 2000;
   w->idle_spin_ns = own_cores ? 2000 : 0;
@@ -339,19 +384,40 @@ int aoi_create(const aoi_config *config, aoi_world **out)
   /* (workers bound to CPUs keep their shares: the host thread is bound to
      none, and may stand on a worker's CPU) */
   w->inline_single = true;
-  w->host_share = config->pin_threads == 0;
+  w->host_share = w->config.pin_threads == 0;
+}
+
+/* Starts the worker threads, and binds them to CPUs when the config asks. */
+static int start_threads(aoi_world *w)
+{
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
-    if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0) {
-      rc = AOI_ESYS;
-      goto fail;
-    }
+    if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0)
+      return AOI_ESYS;
     k->started = true;
   }
 #ifdef __linux__
-  if (config->pin_threads != 0 && (rc = pin_workers(w)) != 0)
-    goto fail;
+  if (w->config.pin_threads != 0)
+    return pin_workers(w);
 #endif
+  return 0;
+}
+
+int aoi_create(const aoi_config *config, aoi_world **out)
+{
+  if (config == NULL || out == NULL || !config_valid(config))
+    return AOI_EINVAL;
+  aoi_world *w;
+  int rc = world_alloc(config, &w);
+  if (rc != 0)
+    return rc;
+  if ((rc = set_geometry(w, config)) != 0 || (rc = create_shards(w)) != 0 ||
+      (rc = create_peer_rings(w)) != 0 || (rc = aoi__host_init(w)) != 0 ||
+      (rc = create_workers(w)) != 0)
+    goto fail;
+  set_tunables(w);
+  if ((rc = start_threads(w)) != 0)
+    goto fail;
   w->stats.threads = w->threads;
   w->stats.shards = w->shard_count;
   w->stats.shard_entities = w->shard_entities;

@@ -1,21 +1,26 @@
 /*
- * world.h: the world's types, which every stage file reads: the op records
+ * types.h: the world's types, which every stage file reads: the op records
  * and queues (submit.c), entities, ghosts and views (apply.c, exchange.c,
  * compute.c), shards and workers (worker.c), the delivery segments and
  * outboxes (outbox.c), the rebalancing plan (rebalance.c), and struct
- * aoi_world itself (world.c). Types only, and the inline accessors that
- * belong to them; the functions are in internal.h.
+ * aoi_world itself (world.c). Types only, with the constants that size
+ * them and the trivial inline accessors that belong to them (how a record
+ * reads, where a view keeps its told positions); what a tick decides from
+ * them (reaches, far-sighted watchers, whether pushes pay) and the
+ * functions are in internal.h, which includes this file.
  *
  * Who owns what (the one rule every file keeps):
  *
- *  - The host thread owns the world between ticks: the id map, the handle
- *    table (struct aoi__host_entity), the shards' op queues it is filling,
- *    the pending list, and (between ticks) every outbox and the location
- *    table.
- *  - During a tick, each worker owns its shards (entities, ghosts, grid) and,
- *    for every entity handle its shards own, that handle's entry in the
- *    location table (world->location) and, for watchers, its outbox
- *    (world->outbox). Ownership of a handle moves with the entity: a handoff
+ *  - The host thread owns the id map, the handle table (struct
+ *    aoi__host_entity), the shards' op queues it is filling, the pending
+ *    list and every outbox (the backlog), and between ticks the whole
+ *    world. Then aoi_deliver calls on other threads may each take one
+ *    segment, with its watchers' outboxes (outbox.c).
+ *  - During a tick, each worker owns its shards (entities, ghosts, grid),
+ *    its delivery segment (world->segments[i], where it writes its
+ *    watchers' events) and, for every entity handle its shards own, that
+ *    handle's entry in the location table (world->location) and its mark
+ *    (world->mark). Ownership of a handle moves with the entity: a handoff
  *    message through a ring carries it from one worker to the next.
  *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
  *    (op queues), host -> worker (tick commands), worker -> worker (handoff
@@ -29,8 +34,8 @@
  * can still hold it; one added and removed between the same two ticks was
  * never seen, and is reused at once.
  */
-#ifndef AOI_WORLD_H
-#define AOI_WORLD_H
+#ifndef AOI_TYPES_H
+#define AOI_TYPES_H
 
 #include "grid.h"
 #include "idmap.h"
@@ -47,65 +52,13 @@
 #define AOI__VIEW_CLASSES (AOI__VIEW_SLAB_MAX / AOI__VIEW_GRAIN)
 #define AOI__VIEW_CHUNK (64u * 1024u)
 
-/* A grid cell's side, as a share of the usual watcher reach. */
-#ifndef AOI__CELL_PER_REACH
-#define AOI__CELL_PER_REACH 0.5
-#endif
-/* The most events a quiet watcher's pushes may make, on the mean (push.c):
-   beyond it the quiet watchers are not pushed to (compute.c), and a tick
-   leaves no departures (tick.c). At 100k entities with views of 35, the
-   pushes cost less than the scans up to about 15% of the crowd walking,
-   which is 6 events an unchanged watcher (README, Performance). */
-#ifndef AOI__PUSH_EVENTS
-#define AOI__PUSH_EVENTS 6
-#endif
 /* At most this many shards, those whose watchers see farthest, are sent
    ghosts by their own reach; the ghosts to the others are found by the
    largest reach among those (exchange.c). So one far-sighted watcher
    widens the ghost band around its own shard only. */
 #define AOI__FAR_SHARDS 8
-/* At most this many watchers are far-sighted (aoi__far_sighted) in a
-   tick: each costs a pass over every handle's mark (tick.c). */
-#define AOI__FAR_WATCHERS 8
-/* A tick whose cost, about live entities + 16 x queued records, is at most
-   this runs on the host thread (tick.c): waking the workers would cost
-   more. */
-#define AOI__INLINE_COST 2048u
 
 /* ---- outboxes and the pending list (outbox.c) -------------------------- */
-
-/* Writes one event into an outbox, where the CPU allows with streaming
-   stores that bypass the caches: an outbox is written once a tick and read
-   by the host after it, so caching it would only evict the views and grids
-   the tick still reads. Streaming stores are weakly ordered: a worker calls
-   aoi__put_fence before it reports its tick done. Sanitizer builds define
-   AOI_PLAIN_STORES so every write stays visible to them. */
-#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
-#include <emmintrin.h>
-_Static_assert(sizeof(aoi_event) == 32, "an event is four 8-byte words");
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  long long words[4];
-  long long *at = (long long *)(void *)to;
-  memcpy(words, &event, sizeof(words));
-  _mm_stream_si64(at, words[0]);
-  _mm_stream_si64(at + 1, words[1]);
-  _mm_stream_si64(at + 2, words[2]);
-  _mm_stream_si64(at + 3, words[3]);
-}
-static inline void aoi__put_fence(void)
-{
-  _mm_sfence();
-}
-#else
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  *to = event;
-}
-static inline void aoi__put_fence(void)
-{
-}
-#endif
 
 typedef struct aoi__outbox {
   aoi_event *events;
@@ -292,8 +245,8 @@ static inline uint32_t aoi__record_what(const aoi__queue *q,
    ids (world->mark[h].id). Four bytes an entry: the position a watcher was
    last told is never stored, because every tick that computes a view tells
    each kept marker that moved (see aoi__mark.moved), so what the client
-   knows is the position at the end of the last tick. A view held back by a failed
-   tick is marked for a resync instead (AOI__STALE_RESYNC). */
+   knows is the position at the end of the last tick. A view held back by
+   a failed tick is marked for a resync instead (AOI__STALE_RESYNC). */
 typedef struct aoi__view {
   uint32_t *handles;
   uint32_t count, capacity;
@@ -500,6 +453,11 @@ typedef struct aoi__push {
   uint32_t qk, handle;
 } aoi__push;
 
+/* A worker: one thread, and its shards (shard s is worker s % threads's).
+   Its fields are its own while a tick runs; the host reads the results
+   after it. The scratch is grouped by the step of a tick that uses it
+   (worker.c runs them in this order); delivery uses none of it: the
+   events a worker makes are in its segment (aoi__segment). */
 typedef struct aoi__worker {
   struct aoi_world *world;
   uint32_t index;
@@ -510,14 +468,18 @@ typedef struct aoi__worker {
   aoi__bell bell;      /* rung by the host: a command */
   aoi__bell peer_bell; /* rung by peers: a batch (the host waits on worker
                           0's when it runs that worker's share: tick.c) */
+
+  /* 1. apply (apply.c): the handoffs out, the watchers' radii handed off */
   aoi__batch *handoffs_out; /* one per peer worker */
-  aoi__batch *ghosts_out;
   /* The apply step's radii of the watchers this worker handed to another
      worker's shards: reach_put[t] for each shard t of reach_to (-1 for
      the others), read by every worker in the exchange step. */
   float *reach_put;
   uint32_t *reach_to;
   uint32_t reach_to_count;
+
+  /* 2. exchange (exchange.c): the ghosts out, and where each shard's go */
+  aoi__batch *ghosts_out; /* one per peer worker */
   /* The exchange step's ghost reach of every shard (exchange.c): the
      per-axis distance within which a marker is ghosted there, or < 0 for
      a shard without watchers. The few shards whose reach is above
@@ -526,7 +488,8 @@ typedef struct aoi__worker {
   double near_reach;
   uint32_t far[AOI__FAR_SHARDS];
   unsigned far_count;
-  /* compute scratch */
+
+  /* 3. compute (compute.c, push.c, policy.c): one watcher at a time */
   uint64_t *work; /* the watchers to compute: slot, changes in reach << 32 */
   uint32_t work_capacity;
   /* The quiet watchers of the shard being computed and the events the
@@ -564,28 +527,30 @@ typedef struct aoi__worker {
   uint64_t *appeal_pairs; /* slot << 32 | entry, before the sort */
   uint32_t appeal_pair_capacity;
   uint32_t *appeal;
+  uint32_t appeal_capacity;
   /* With move bands: where each handle of the view being computed lies
-     in it, to find its told position from a grid hit. */
+     in it, to find its told position from a grid hit; and the positions
+     its kept markers are told this tick, applied once its events are
+     stored: 3 words each (place, x, y). */
   uint32_t *told_at;
   uint32_t told_at_capacity;
-  /* Its view blocks (view.c): the free ones by capacity, each list linked
-     through the blocks' first bytes; the chunk being carved; every chunk,
-     linked through their first bytes. A view that grows, shrinks or goes
-     (a removed watcher's) gives its block back here, for the next view of
-     that capacity: a walking or churning crowd does not call the
-     allocator. */
+  uint32_t *tells;
+  uint32_t tell_capacity;
+
+  /* view blocks (view.c): compute's views, and apply's removed watchers' */
+  /* The free ones by capacity, each list linked through the blocks' first
+     bytes; the chunk being carved; every chunk, linked through their
+     first bytes. A view that grows, shrinks or goes (a removed watcher's)
+     gives its block back here, for the next view of that capacity: a
+     walking or churning crowd does not call the allocator. */
   void *view_free[AOI__VIEW_CLASSES];
   char *view_carve;
   size_t view_carve_left, view_chunk_bytes;
   void *view_chunks;
-  /* ... and the positions its kept markers are told this tick, applied
-     once its events are stored: 3 words each (place, x, y) */
-  uint32_t *tells;
-  uint32_t tell_capacity;
-  uint32_t appeal_capacity;
+
+  /* 4. results, summed by aoi_tick_end (its events: world->segments[i]) */
   uint64_t phase_started; /* when the phase being timed began */
-  /* results of the last tick */
-  int error;
+  int error;              /* the first failure of the last tick */
   uint64_t phase_ns[AOI_PHASE_COUNT];
   uint64_t handoffs, ghosts, events_made;
   uint64_t lagging; /* watchers left with a marker not told where it is */
@@ -715,50 +680,4 @@ struct aoi_world {
   uint64_t *shard_ns;
 };
 
-/* The per-axis distance within which a marker may be seen by a watcher
-   that sees `seen` far (its radius, or the marker's appeal), with the
-   hysteresis, padded against rounding: markers that near a shard are
-   ghosted there (tick.c for the world's largest, exchange.c per shard). */
-static inline double aoi__ghost_reach(const struct aoi_world *w, double seen)
-{
-  double extent =
-      aoi__reach_extent(&w->shape, seen + (double)w->config.hysteresis);
-  return extent * (1 + 1e-9) + 1e-9;
-}
-
-/* Whether a watcher of `radius` sees `far` or farther: its reach (radius
-   plus `hysteresis`) at least that. */
-static inline bool aoi__reaches(float radius, double hysteresis, double far)
-{
-  return (double)radius + hysteresis >= far;
-}
-
-/* Whether a watcher of `radius` is far-sighted in this tick (it reaches
-   far_reach): its view is computed from the marks of every handle instead
-   of its shard's grid (compute.c; with a cap, policy.c), so its shard is
-   sent no ghosts for it (apply.c, exchange.c). The host picks far_reach
-   (tick.c). */
-static inline bool aoi__far_sighted(const struct aoi_world *w, float radius)
-{
-  return aoi__reaches(radius, w->config.hysteresis, w->command.far_reach);
-}
-
-/* Whether `changes` changed markers, each seen by about `mean` watchers,
-   make at most AOI__PUSH_EVENTS events for each of `unchanged` entities:
-   the pushes pay. The host asks it of the world before a tick (whether
-   to leave departures, tick.c), and a worker of a shard (whether to push
-   to its quiet watchers, compute.c). */
-static inline bool aoi__pushes_pay(uint64_t changes, uint64_t mean,
-                                   uint64_t unchanged)
-{
-  return changes * mean <= AOI__PUSH_EVENTS * unchanged;
-}
-
-/* Whether moves are told by distance bands, so that views keep told
-   positions (aoi__view_told). */
-static inline bool aoi__bands(const struct aoi_world *w)
-{
-  return w->config.move_events != 0 && w->config.move_band_count > 0;
-}
-
-#endif /* AOI_WORLD_H */
+#endif /* AOI_TYPES_H */
