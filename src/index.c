@@ -131,8 +131,8 @@ const aoi__grid *aoi__index_fine(aoi__worker *k, aoi__shard *s,
    list, the quiet watchers, and the next builds' scatter. In place, by the
    permutation's cycles; the grid's slots and the locations follow. The
    host's records then meet the entities out of order (apply fetches
-   ahead); at 100k walkers and 1 thread that costs about 2 ms and saves
-   about 5 (README). */
+   ahead), which costs less than the in-order passes save
+   (docs/performance.md). */
 #define AOI__ORDER_PERIOD 8u
 static void order_entities(aoi__worker *k, aoi__shard *s, aoi__grid *g)
 {

@@ -1,7 +1,7 @@
 /*
  * internal.h: the functions the library's files share, all prefixed aoi__,
- * grouped by file in the order of a tick (DESIGN.md, "A tick, as data
- * flows"), and what a tick decides from the world's state (its tunables
+ * grouped by file in the order of a tick (docs/design.md, "A tick"),
+ * and what a tick decides from the world's state (its tunables
  * and the tests both the host and the workers make). The types they work
  * on are in types.h, below it; who owns what, and when, is written there.
  *
@@ -52,9 +52,9 @@
 
 /* The most events a quiet watcher's pushes may make, on the mean (push.c):
    beyond it the quiet watchers are not pushed to (compute.c), and a tick
-   leaves no departures (tick.c). At 100k entities with views of 35, the
-   pushes cost less than the scans up to about 15% of the crowd walking,
-   which is 6 events an unchanged watcher (README, Performance). */
+   leaves no departures (tick.c). The pushes cost less than the scans
+   while the changes make about this many events for each unchanged
+   watcher or fewer (docs/performance.md has the measurement). */
 #ifndef AOI__PUSH_EVENTS
 #define AOI__PUSH_EVENTS 6
 #endif
@@ -188,38 +188,6 @@ void aoi__segments_assign(struct aoi_world *world);
 
 /* ---- worker side -------------------------------------------------------- */
 
-/* Writes one event into an outbox, where the CPU allows with streaming
-   stores that bypass the caches: an outbox is written once a tick and read
-   by the host after it, so caching it would only evict the views and grids
-   the tick still reads. Streaming stores are weakly ordered: a worker calls
-   aoi__put_fence before it reports its tick done. Sanitizer builds define
-   AOI_PLAIN_STORES so every write stays visible to them. */
-#if defined(__x86_64__) && defined(__SSE2__) && !defined(AOI_PLAIN_STORES)
-#include <emmintrin.h>
-_Static_assert(sizeof(aoi_event) == 32, "an event is four 8-byte words");
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  long long words[4];
-  long long *at = (long long *)(void *)to;
-  memcpy(words, &event, sizeof(words));
-  _mm_stream_si64(at, words[0]);
-  _mm_stream_si64(at + 1, words[1]);
-  _mm_stream_si64(at + 2, words[2]);
-  _mm_stream_si64(at + 3, words[3]);
-}
-static inline void aoi__put_fence(void)
-{
-  _mm_sfence();
-}
-#else
-static inline void aoi__put_event(aoi_event *to, aoi_event event)
-{
-  *to = event;
-}
-static inline void aoi__put_fence(void)
-{
-}
-#endif
 
 /* worker.c: the worker threads, the batches between them, a tick's steps. */
 void *aoi__worker_main(void *arg);

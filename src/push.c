@@ -17,7 +17,7 @@
  * with no departure here). Whether a quiet watcher held the marker follows
  * from the departure without reading its view: within its radius it did,
  * beyond its reach (radius plus hysteresis) it did not (the rule of
- * TRACE_FORMAT.md, for a watcher whose view is exact and which did not
+ * docs/trace-format.md, for a watcher whose view is exact and which did not
  * move). Only between the two, or for a change in place, is the view
  * searched. A marker that moved here from beyond every quiet reach (its
  * departure is elsewhere) was held by none of them.

@@ -181,10 +181,8 @@ static int reserve_for_tick(aoi_world *w, bool relayout)
    changes make at most AOI__PUSH_EVENTS events an unchanged entity, on
    the mean view. Beyond that the quiet watchers are not pushed to, and
    each one's look at the changes in its reach (compute_changes) costs
-   more than its scan: at 100k entities and 10% to 25% of them walking,
-   42-56 ms a tick with departures against 32-39 without (README). So a
-   walking crowd with a few standing, or one standing spectator, leaves
-   none. */
+   more than its scan. So a walking crowd with a few standing, or one
+   standing spectator, leaves none. */
 static bool departures_pay(const aoi_world *w)
 {
   uint64_t changed = (uint64_t)w->records - w->limbo_count;
@@ -292,9 +290,8 @@ static bool runs_on_host(const aoi_world *w, bool blocking)
 
 /* Hands every worker the command and rings its bell. In a blocking tick
    the host runs worker 0's share itself: it would only wait, and a
-   wake-up fewer leaves the OS one thread fewer to place (a host thread
-   busy with the submit, and two workers woken onto the other core, made
-   a tick take twice as long: README). */
+   wake-up fewer leaves the OS one thread fewer to place, so that it
+   cannot put two workers on one core while the host's idles. */
 static void start_workers(aoi_world *w, bool blocking)
 {
   AOI__ASSERT(w->in_flight && !w->command.on_host);

@@ -225,7 +225,6 @@ static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
 void aoi__tick_share(aoi_world *w, const aoi__tick_command *cmd)
 {
   run_tick(&w->workers[0], cmd);
-  aoi__put_fence(); /* as a worker's before its report */
 }
 
 void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)
@@ -236,8 +235,6 @@ void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)
     tick_exchange(&w->workers[i], cmd);
   for (unsigned i = 0; i < w->threads; i++)
     tick_compute(&w->workers[i], cmd);
-  aoi__put_fence(); /* the outboxes' streaming stores, before any worker
-                       runs a later tick */
 }
 
 void *aoi__worker_main(void *arg)
@@ -254,7 +251,6 @@ void *aoi__worker_main(void *arg)
     if (cmd->shutdown)
       break;
     run_tick(k, cmd);
-    aoi__put_fence(); /* the outboxes' streaming stores, before the report */
     while (aoi__ring_push(k->done, k) != 0)
       ; /* holds 3; at most one report is ever in flight */
     aoi__bell_ring(&w->host_bell);

@@ -1,6 +1,6 @@
 /*
  * gen_trace.c: `gen-trace [--policies] SEED` writes a random trace
- * (TRACE_FORMAT.md) to standard output, the same bytes for the same SEED on
+ * (docs/trace-format.md) to standard output, the same bytes for the same SEED on
  * every machine.
  *
  * It owns the shape of the random workload that replay-layouts.sh runs at

@@ -1,5 +1,5 @@
 /*
- * model.c: the brute-force model of TRACE_FORMAT.md (see model.h).
+ * model.c: the brute-force model of docs/trace-format.md (see model.h).
  *
  * State: one array of entity records. A record is one entity from its add to
  * its remove; an id removed and added again before a tick gets a new record

@@ -1,5 +1,5 @@
 /*
- * model.h: a brute-force model of TRACE_FORMAT.md, the oracle that the
+ * model.h: a brute-force model of docs/trace-format.md, the oracle that the
  * engine is tested against (test_differential, model-replay).
  *
  * It is written from the spec alone (trace format v2: appeal radius, view

@@ -1,5 +1,5 @@
 /*
- * model-replay: replays a trace (TRACE_FORMAT.md) through the brute-force
+ * model-replay: replays a trace (docs/trace-format.md) through the brute-force
  * model instead of the engine, with aoi-replay's command line, output,
  * errors and exit status. The shared traces' expected outputs pass through
  * it unchanged, which shows that the model, the oracle of the differential

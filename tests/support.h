@@ -13,7 +13,7 @@
  * - Records: events as the host drained them, compared and named.
  * - splitmix64, the random numbers of the tests: the same stream on every
  *   compiler, so that a seed names the same run everywhere.
- * - A trace (TRACE_FORMAT.md) written line by line, as test_differential
+ * - A trace (docs/trace-format.md) written line by line, as test_differential
  *   and fuzz_api keep the operations so far, to replay a failure.
  */
 #ifndef AOI_TESTS_SUPPORT_H

@@ -1,6 +1,6 @@
 /*
  * test_events.c: the contract of the event stream and the outboxes: the
- * TRACE_FORMAT.md example, event by event; outboxes that accumulate across
+ * docs/trace-format.md example, event by event; outboxes that accumulate across
  * ticks and drain (borrowed events valid until the next tick); the pending
  * list, ascending and stable while draining; a removed watcher's events
  * dropped; same-tick respawns told as leave + enter; layer masks; a random
@@ -27,7 +27,7 @@
 
 /* ---- events ------------------------------------------------------------- */
 
-/* TRACE_FORMAT.md's example. */
+/* docs/trace-format.md's example. */
 static const record example_tick1[] = {
     {7, {9, 0, 10.5f, -3, AOI_ENTER, 1}},
     {9, {7, 0, 12, -3, AOI_ENTER, 1}},

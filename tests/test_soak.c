@@ -8,7 +8,7 @@
  *  - every event a watcher drains is applied to the "client picture" that
  *    watcher's client would hold: an enter must be new, a leave or a move
  *    must name something it holds, events come tick by tick in the order of
- *    TRACE_FORMAT.md, and a fresh event carries the entity's true position.
+ *    docs/trace-format.md, and a fresh event carries the entity's true position.
  *    After every tick, each watcher whose outbox was drained must have a
  *    picture equal to aoi_view (so every enter was matched by exactly one
  *    leave or is still in view) that holds every entity at its current

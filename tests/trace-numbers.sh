@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# trace-numbers.sh: a replay reads numbers exactly as TRACE_FORMAT.md's
+# trace-numbers.sh: a replay reads numbers exactly as docs/trace-format.md's
 # "Numbers" says, and rejects everything else as `syntax`.
 #
 # usage: trace-numbers.sh PATH/TO/aoi-replay (or model-replay)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # trace-policies.sh: the v2 lines (`appeal`, `cap`, `move-every`) get the
-# codes of TRACE_FORMAT.md in its order (syntax, then noent, then invalid),
+# codes of docs/trace-format.md in its order (syntax, then noent, then invalid),
 # a rejected line changes nothing, and the accepted forms do what the spec
 # says.
 #

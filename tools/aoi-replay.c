@@ -1,5 +1,5 @@
 /*
- * aoi-replay: applies a trace (TRACE_FORMAT.md) to one world through the
+ * aoi-replay: applies a trace (docs/trace-format.md) to one world through the
  * public API and prints, after every `tick`, the events of every watcher.
  *
  * usage: aoi-replay [--threads N] [--shards M] FILE|-

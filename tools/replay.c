@@ -1,5 +1,5 @@
 /*
- * replay.c: applies a trace (TRACE_FORMAT.md) to one world through the
+ * replay.c: applies a trace (docs/trace-format.md) to one world through the
  * public API and prints, after every `tick`, the events of every watcher.
  *
  * It owns only the glue between trace.c and aoi.h: the config the trace's

@@ -1,5 +1,5 @@
 /*
- * trace.c: the line parser of the aoi-replay trace format (TRACE_FORMAT.md).
+ * trace.c: the line parser of the aoi-replay trace format (docs/trace-format.md).
  *
  * It owns the syntax only: which words are commands, how many fields each
  * takes and how a field is read as an id, a float or a mask. It keeps no

@@ -1,5 +1,5 @@
 /*
- * trace.h: the parser of the aoi-replay trace format (TRACE_FORMAT.md), one
+ * trace.h: the parser of the aoi-replay trace format (docs/trace-format.md), one
  * line at a time. Pure: no I/O and no world; shared by aoi-replay, the
  * model-based tests and the fuzz targets.
  */
@@ -51,7 +51,7 @@ typedef struct trace_cmd {
 /*
  * Parses one line (without its newline; it may end in '\r'). Returns 0 and
  * fills *cmd, or -1 for a `syntax` error: unknown command, wrong number of
- * fields, a float that is not a decimal float (TRACE_FORMAT.md, Numbers: no
+ * fields, a float that is not a decimal float (docs/trace-format.md, Numbers: no
  * hex float, no digit separator), an id that is not decimal digits only up to
  * UINT64_MAX, a mask that is not a 32-bit decimal or 0x hex, a cap or a
  * period that is not decimal digits only within its range, or a config

@@ -11,7 +11,7 @@
  * Checks, on top of the sanitizers and libFuzzer's leak check: the exit
  * status is 0, 1 or 2, and the replay prints the same bytes to both streams
  * and returns the same status with the chosen layout as with one thread and
- * one shard, as TRACE_FORMAT.md requires of every trace. A failed check
+ * one shard, as docs/trace-format.md requires of every trace. A failed check
  * prints what differs and aborts, so libFuzzer saves the input.
  */
 #define _POSIX_C_SOURCE 200809L
