@@ -1,16 +1,24 @@
 /*
  * algo_core.c: the part the four AOI algorithms share (algo_core.h): the
- * counted memory, the id map, the entity slots, the spec's visibility
- * test, the diff of a view into events, the outboxes, and the watchers an
- * incremental algorithm must look at; and algo.h's class table.
+ * counted memory, the id map, the entity slots and their id order, the
+ * spec's reach box, the diff of a view into events, the outboxes, and the
+ * watchers an incremental algorithm must look at; and algo.h's class
+ * table.
  *
- * The diff walks a watcher's old view (sorted by id) beside what it is
- * given, so each of the three groups of events comes out in id order, and
- * writes them to the watcher's outbox in the order leave, enter, move. An
- * old entry whose entity is gone, or whose id now names another entity (its
- * serial differs), is a `leave`; a marker is kept while it passes at radius
- * + hysteresis and enters only at the radius itself; a kept one is a `move`
- * when its position differs, as floats, from its position at the last tick.
+ * The diff writes a watcher's events to its outbox in the order leave,
+ * enter, move, each in id order. An old entry whose entity is gone, or
+ * whose id now names another entity (its serial differs), is a `leave`; a
+ * marker is kept while it passes at radius + hysteresis and enters only at
+ * the radius itself; a kept one is a `move` when its position differs, as
+ * floats, from its position at the last tick.
+ *
+ * algo_diff_full takes the candidates in any order: it stamps each old
+ * entry's slot with the entry's place (algo_mark, one per slot), so that a
+ * candidate finds its old entry in one look, and sorts only the markers
+ * that enter (few, but for a new watcher); the new view is then a merge of
+ * the kept entries, in order already, and the entering ones. No sort of
+ * the whole view, and no scratch copies of the events: their counts are
+ * known before they are written.
  */
 #include "algo_core.h"
 
@@ -150,25 +158,21 @@ void algo_delete(algo *a)
   free(a->moved);
   free(a->map_ids);
   free(a->map_slots);
+  free(a->order);
+  free(a->joined);
   free(a->candidates);
+  free(a->marks);
+  free(a->kept);
+  free(a->entering);
   free(a->fresh);
   free(a->leaves);
   free(a->enters);
   free(a->moves);
   free(a->events);
   free(a->outboxes);
+  free(a->sorted_outboxes);
   free(a->pending);
   free(a);
-}
-
-static void mark_moved(algo *a, uint32_t slot)
-{
-  algo_entity *e = &a->entities[slot];
-  if (e->moved)
-    return;
-  e->moved = 1;
-  ALGO_RESERVE(a, a->moved, a->moved_capacity, a->moved_count + 1);
-  a->moved[a->moved_count++] = slot;
 }
 
 uint32_t algo_new_entity(algo *a, uint64_t id, float x, float y, float radius,
@@ -195,14 +199,21 @@ uint32_t algo_new_entity(algo *a, uint64_t id, float x, float y, float radius,
   if (2 * (a->map_count + 1) > a->map_capacity)
     map_rehash(a, 2 * a->map_capacity);
   map_put(a, id, slot);
+  ALGO_RESERVE(a, a->joined, a->joined_capacity, a->joined_count + 1);
+  a->joined[a->joined_count++] = (algo_member){id, slot, e->serial};
   return slot;
 }
 
 void algo_set_position(algo *a, uint32_t slot, float x, float y)
 {
-  a->entities[slot].x = x;
-  a->entities[slot].y = y;
-  mark_moved(a, slot);
+  algo_entity *e = &a->entities[slot];
+  e->x = x;
+  e->y = y;
+  if (e->moved)
+    return;
+  e->moved = 1;
+  ALGO_RESERVE(a, a->moved, a->moved_capacity, a->moved_count + 1);
+  a->moved[a->moved_count++] = slot;
 }
 
 void algo_free_entity(algo *a, uint32_t slot)
@@ -214,6 +225,7 @@ void algo_free_entity(algo *a, uint32_t slot)
   e->view_count = 0;
   ALGO_RESERVE(a, a->free_slots, a->free_capacity, a->free_count + 1);
   a->free_slots[a->free_count++] = slot;
+  a->left = 1;
 }
 
 int algo_plain_add(algo *a, uint64_t id, float x, float y, float radius,
@@ -244,25 +256,6 @@ int algo_plain_remove(algo *a, uint64_t id)
 }
 
 /* ---- geometry ----------------------------------------------------------- */
-
-int algo_within(const algo *a, float ax, float ay, float bx, float by,
-                double reach)
-{
-  double dx = (double)ax - (double)bx, dy = (double)ay - (double)by;
-  switch (a->shape) {
-  case AOI_SHAPE_SQUARE:
-    return fabs(dx) <= reach && fabs(dy) <= reach;
-  case AOI_SHAPE_CELLS: {
-    double c = a->cell_size, k = ceil(reach / c);
-    double dcx = floor((double)ax / c) - floor((double)bx / c);
-    double dcy = floor((double)ay / c) - floor((double)by / c);
-    return fabs(dcx) <= k && fabs(dcy) <= k;
-  }
-  case AOI_SHAPE_CIRCLE:
-  default:
-    return dx * dx + dy * dy <= reach * reach;
-  }
-}
 
 void algo_bounds(const aoi_config *config, algo_box *box)
 {
@@ -314,25 +307,25 @@ void algo_reach_box(const algo *a, float x, float y, double reach,
 
 /* ---- sorting ------------------------------------------------------------ */
 
-static void swap_candidates(algo_candidate *c, size_t i, size_t j)
+static void swap_notes(algo_note *c, size_t i, size_t j)
 {
-  algo_candidate t = c[i];
+  algo_note t = c[i];
   c[i] = c[j];
   c[j] = t;
 }
 
 /* Quicksort by id, insertion sort for the short runs. */
-void algo_sort_candidates(algo_candidate *c, size_t n)
+void algo_sort_notes(algo_note *c, size_t n)
 {
   while (n > 16) {
     /* Median of three to the front, then Hoare partition. */
     size_t mid = n / 2;
     if (c[mid].id < c[0].id)
-      swap_candidates(c, 0, mid);
+      swap_notes(c, 0, mid);
     if (c[n - 1].id < c[0].id)
-      swap_candidates(c, 0, n - 1);
+      swap_notes(c, 0, n - 1);
     if (c[n - 1].id < c[mid].id)
-      swap_candidates(c, mid, n - 1);
+      swap_notes(c, mid, n - 1);
     uint64_t pivot = c[mid].id;
     size_t i = 0, j = n - 1;
     for (;;) {
@@ -342,23 +335,23 @@ void algo_sort_candidates(algo_candidate *c, size_t n)
         j--;
       if (i >= j)
         break;
-      swap_candidates(c, i, j);
+      swap_notes(c, i, j);
       i++;
       j--;
     }
     /* [0, j] <= pivot <= [j + 1, n): recurse on the smaller side. */
     size_t left = j + 1;
     if (left < n - left) {
-      algo_sort_candidates(c, left);
+      algo_sort_notes(c, left);
       c += left;
       n -= left;
     } else {
-      algo_sort_candidates(c + left, n - left);
+      algo_sort_notes(c + left, n - left);
       n = left;
     }
   }
   for (size_t i = 1; i < n; i++) {
-    algo_candidate v = c[i];
+    algo_note v = c[i];
     size_t j = i;
     for (; j > 0 && c[j - 1].id > v.id; j--)
       c[j] = c[j - 1];
@@ -366,55 +359,92 @@ void algo_sort_candidates(algo_candidate *c, size_t n)
   }
 }
 
+static int compare_members(const void *pa, const void *pb)
+{
+  uint64_t a = ((const algo_member *)pa)->id;
+  uint64_t b = ((const algo_member *)pb)->id;
+  return (a > b) - (a < b);
+}
+
+/* ---- the id order ------------------------------------------------------- */
+
+/* Drops the removed from a->order and merges in the added, by id (from
+   the back, in place). */
+static void update_order(algo *a)
+{
+  if (a->joined_count == 0 && !a->left)
+    return;
+  size_t kept = 0, joined = 0;
+  for (size_t k = 0; k < a->order_count; k++)
+    if (a->entities[a->order[k].slot].serial == a->order[k].serial)
+      a->order[kept++] = a->order[k];
+  for (size_t k = 0; k < a->joined_count; k++)
+    if (a->entities[a->joined[k].slot].serial == a->joined[k].serial)
+      a->joined[joined++] = a->joined[k];
+  if (joined > 1)
+    qsort(a->joined, joined, sizeof(*a->joined), compare_members);
+  ALGO_RESERVE(a, a->order, a->order_capacity, kept + joined);
+  size_t i = kept, j = joined, n = kept + joined;
+  while (j > 0)
+    if (i > 0 && a->order[i - 1].id > a->joined[j - 1].id)
+      a->order[--n] = a->order[--i];
+    else
+      a->order[--n] = a->joined[--j];
+  a->order_count = kept + joined;
+  a->joined_count = 0;
+  a->left = 0;
+}
+
 /* ---- the tick ----------------------------------------------------------- */
 
-/* This watcher's events so far, by kind. */
-typedef struct event_counts {
-  size_t leaves, enters, moves, kept;
-} event_counts;
-
-static void push_event(algo *a, aoi_event **list, size_t *capacity,
-                       size_t *count, uint64_t id, aoi_event_kind kind,
-                       float x, float y)
+void algo_begin_tick(algo *a)
 {
-  if (*count == *capacity)
-    *list = algo_grow(a, *list, capacity, *count + 1, sizeof(**list));
-  aoi_event *e = &(*list)[(*count)++];
+  a->tick++;
+  a->event_count = 0;
+  a->outbox_count = 0;
+  update_order(a);
+  size_t old = a->mark_capacity;
+  if (a->entity_count > old) { /* new marks must hold no stamp */
+    a->marks = algo_grow(a, a->marks, &a->mark_capacity, a->entity_count,
+                         sizeof(*a->marks));
+    memset(a->marks + old, 0, (a->mark_capacity - old) * sizeof(*a->marks));
+  }
+}
+
+/* A stamp no mark holds yet. */
+static uint32_t next_stamp(algo *a)
+{
+  if (++a->stamp == 0) { /* wrapped: clear every mark */
+    if (a->mark_capacity > 0)
+      memset(a->marks, 0, a->mark_capacity * sizeof(*a->marks));
+    a->stamp = 1;
+  }
+  return a->stamp;
+}
+
+/* Room for `total` events, total > 0, in a new outbox of watcher w. */
+static aoi_event *open_outbox(algo *a, const algo_entity *w, size_t total)
+{
+  ALGO_RESERVE(a, a->outboxes, a->outbox_capacity, a->outbox_count + 1);
+  algo_outbox *o = &a->outboxes[a->outbox_count++];
+  o->watcher = w->id;
+  o->slot = (uint32_t)(w - a->entities);
+  o->start = a->event_count;
+  o->count = total;
+  ALGO_RESERVE(a, a->events, a->event_capacity, a->event_count + total);
+  aoi_event *out = a->events + a->event_count;
+  a->event_count += total;
+  return out;
+}
+
+static void put_event(aoi_event *e, uint64_t id, aoi_event_kind kind,
+                      float x, float y, uint32_t tick)
+{
   e->id = id;
   e->x = x;
   e->y = y;
   e->kind = kind;
-  e->tick = a->tick;
-}
-
-static void push_leave(algo *a, event_counts *n, uint64_t id)
-{
-  push_event(a, &a->leaves, &a->leave_capacity, &n->leaves, id, AOI_LEAVE, 0,
-             0);
-}
-
-/* Keeps marker m (slot) in the view being built; tells its move. */
-static void keep(algo *a, event_counts *n, uint32_t slot)
-{
-  const algo_entity *m = &a->entities[slot];
-  if (a->move_events && (m->x != m->tick_x || m->y != m->tick_y))
-    push_event(a, &a->moves, &a->move_capacity, &n->moves, m->id, AOI_MOVE,
-               m->x, m->y);
-  algo_view_entry *v = &a->fresh[n->kept++];
-  v->id = m->id;
-  v->serial = m->serial;
-  v->slot = slot;
-}
-
-static void enter(algo *a, event_counts *n, uint32_t slot)
-{
-  const algo_entity *m = &a->entities[slot];
-  push_event(a, &a->enters, &a->enter_capacity, &n->enters, m->id, AOI_ENTER,
-             m->x, m->y);
-  algo_view_entry *v = &a->fresh[n->kept++];
-  v->id = m->id;
-  v->serial = m->serial;
-  v->slot = slot;
+  e->tick = tick;
 }
 
 /* memcpy for arrays that may be empty, and then NULL. */
@@ -424,70 +454,76 @@ static void copy_n(void *to, const void *from, size_t bytes)
     memcpy(to, from, bytes);
 }
 
-/* The new view into place, and the events into the watcher's outbox. */
-static void finish_watcher(algo *a, algo_entity *w, const event_counts *n)
+/* The view built in a->fresh into place (copied: each view keeps a
+   capacity that fits it). */
+static void set_view(algo *a, algo_entity *w, uint32_t count)
 {
-  ALGO_RESERVE(a, w->view, w->view_capacity, n->kept);
-  copy_n(w->view, a->fresh, n->kept * sizeof(*w->view));
-  w->view_count = n->kept;
-
-  size_t total = n->leaves + n->enters + n->moves;
-  if (total == 0)
-    return;
-  ALGO_RESERVE(a, a->outboxes, a->outbox_capacity, a->outbox_count + 1);
-  algo_outbox *o = &a->outboxes[a->outbox_count++];
-  o->watcher = w->id;
-  o->start = a->event_count;
-  o->count = total;
-  ALGO_RESERVE(a, a->events, a->event_capacity, a->event_count + total);
-  aoi_event *out = a->events + a->event_count;
-  copy_n(out, a->leaves, n->leaves * sizeof(*out));
-  copy_n(out + n->leaves, a->enters, n->enters * sizeof(*out));
-  copy_n(out + n->leaves + n->enters, a->moves, n->moves * sizeof(*out));
-  a->event_count += total;
-}
-
-void algo_begin_tick(algo *a)
-{
-  a->tick++;
-  a->event_count = 0;
-  a->outbox_count = 0;
+  ALGO_RESERVE32(a, w->view, w->view_capacity, count);
+  copy_n(w->view, a->fresh, count * sizeof(*w->view));
+  w->view_count = count;
 }
 
 void algo_diff_full(algo *a, uint32_t slot, size_t n)
 {
   algo_entity *w = &a->entities[slot];
-  double reach = (double)w->radius;
-  int sticky = algo_keep_reach(a, w) != reach;
-  ALGO_RESERVE(a, a->fresh, a->fresh_capacity, n);
-  event_counts counts = {0, 0, 0, 0};
+  const algo_sighting *c = a->candidates;
   const algo_view_entry *old = w->view;
-  size_t i = 0, old_count = w->view_count, j = 0;
-  while (i < old_count || j < n) {
-    if (j == n || (i < old_count && old[i].id < a->candidates[j].id)) {
-      push_leave(a, &counts, old[i++].id);
-      continue;
-    }
-    uint32_t m = a->candidates[j++].slot;
-    const algo_entity *e = &a->entities[m];
-    int was = 0;
-    if (i < old_count && old[i].id == e->id) {
-      was = old[i].serial == e->serial;
-      if (!was) /* the same id, a new entity: a respawn */
-        push_leave(a, &counts, old[i].id);
-      i++;
-    }
-    if (was)
-      keep(a, &counts, m);
-    else if (!sticky || algo_within(a, w->x, w->y, e->x, e->y, reach))
-      enter(a, &counts, m);
+  uint32_t old_count = w->view_count;
+  double radius = (double)w->radius;
+  int sticky = algo_keep_reach(a, w) != radius;
+  uint32_t stamp = next_stamp(a);
+  ALGO_RESERVE(a, a->kept, a->kept_capacity, old_count);
+  for (uint32_t i = 0; i < old_count; i++) {
+    a->marks[old[i].slot] = (algo_mark){stamp, i};
+    a->kept[i] = ALGO_NO_SLOT;
   }
-  finish_watcher(a, w, &counts);
+  /* Each candidate is kept (its old entry's serial is its own) or
+     enters; the old entries no candidate kept leave. */
+  ALGO_RESERVE(a, a->entering, a->entering_capacity, n);
+  size_t kept = 0, enters = 0, moves = 0;
+  for (size_t j = 0; j < n; j++) {
+    const algo_mark *m = &a->marks[c[j].slot];
+    if (m->stamp == stamp && old[m->index].serial == c[j].serial) {
+      a->kept[m->index] = (uint32_t)j;
+      kept++;
+      moves += c[j].moved;
+    } else if (!sticky || algo_within(a, w->x, w->y, c[j].x, c[j].y, radius)) {
+      a->entering[enters++] = (algo_note){c[j].id, (uint32_t)j};
+    }
+  }
+  if (enters > 1)
+    algo_sort_notes(a->entering, enters);
+  size_t leaves = old_count - kept;
+  size_t total = leaves + enters + (a->move_events ? moves : 0);
+  aoi_event *out = total > 0 ? open_outbox(a, w, total) : NULL;
+  size_t l = 0, e = leaves, mv = leaves + enters; /* where each kind goes */
+  ALGO_RESERVE32(a, a->fresh, a->fresh_capacity, (uint32_t)(kept + enters));
+  algo_view_entry *fresh = a->fresh;
+  uint32_t count = 0;
+  size_t i = 0, k = 0;
+  while (i < old_count || k < enters) {
+    if (k == enters || (i < old_count && old[i].id <= a->entering[k].id)) {
+      uint32_t j = a->kept[i];
+      if (j == ALGO_NO_SLOT) {
+        put_event(&out[l++], old[i].id, AOI_LEAVE, 0, 0, a->tick);
+      } else {
+        if (a->move_events && c[j].moved)
+          put_event(&out[mv++], c[j].id, AOI_MOVE, c[j].x, c[j].y, a->tick);
+        fresh[count++] = (algo_view_entry){c[j].id, c[j].serial, c[j].slot};
+      }
+      i++;
+    } else {
+      const algo_sighting *s = &c[a->entering[k++].slot];
+      put_event(&out[e++], s->id, AOI_ENTER, s->x, s->y, a->tick);
+      fresh[count++] = (algo_view_entry){s->id, s->serial, s->slot};
+    }
+  }
+  set_view(a, w, count);
 }
 
 /* The live marker a note names now, other than the watcher itself, or
    ALGO_NO_SLOT. */
-static uint32_t resolve(const algo *a, const algo_candidate *note,
+static uint32_t resolve(const algo *a, const algo_note *note,
                         uint32_t watcher)
 {
   uint32_t m = note->slot;
@@ -500,21 +536,43 @@ static uint32_t resolve(const algo *a, const algo_candidate *note,
   return m;
 }
 
-void algo_diff_notes(algo *a, uint32_t slot, const algo_candidate *notes,
+/* This watcher's events so far, by kind (algo_diff_notes). */
+typedef struct event_counts {
+  size_t leaves, enters, moves;
+} event_counts;
+
+static void push_event(algo *a, aoi_event **list, size_t *capacity,
+                       size_t *count, uint64_t id, aoi_event_kind kind,
+                       float x, float y)
+{
+  ALGO_RESERVE(a, *list, *capacity, *count + 1);
+  put_event(&(*list)[(*count)++], id, kind, x, y, a->tick);
+}
+
+static void push_leave(algo *a, event_counts *n, uint64_t id)
+{
+  push_event(a, &a->leaves, &a->leave_capacity, &n->leaves, id, AOI_LEAVE, 0,
+             0);
+}
+
+void algo_diff_notes(algo *a, uint32_t slot, const algo_note *notes,
                      size_t n)
 {
   algo_entity *w = &a->entities[slot];
   double reach = (double)w->radius, kept_reach = algo_keep_reach(a, w);
-  ALGO_RESERVE(a, a->fresh, a->fresh_capacity, w->view_count + n);
-  event_counts counts = {0, 0, 0, 0};
   const algo_view_entry *old = w->view;
-  size_t i = 0, old_count = w->view_count, j = 0;
+  uint32_t old_count = w->view_count;
+  ALGO_RESERVE32(a, a->fresh, a->fresh_capacity, (uint32_t)(old_count + n));
+  algo_view_entry *fresh = a->fresh;
+  event_counts counts = {0, 0, 0};
+  uint32_t count = 0;
+  size_t i = 0, j = 0;
   while (i < old_count || j < n) {
     if (j == n || (i < old_count && old[i].id < notes[j].id)) {
-      a->fresh[counts.kept++] = old[i++]; /* nothing changed for it */
+      fresh[count++] = old[i++]; /* nothing changed for it */
       continue;
     }
-    const algo_candidate *note = &notes[j++];
+    const algo_note *note = &notes[j++];
     while (j < n && notes[j].id == note->id)
       j++;
     uint32_t m = resolve(a, note, slot);
@@ -523,29 +581,66 @@ void algo_diff_notes(algo *a, uint32_t slot, const algo_candidate *notes,
     if (i < old_count && old[i].id == note->id) {
       const algo_view_entry *held = &old[i++];
       if (e != NULL && held->serial == e->serial) {
-        if (match && algo_within(a, w->x, w->y, e->x, e->y, kept_reach))
-          keep(a, &counts, m);
-        else
+        if (match && algo_within(a, w->x, w->y, e->x, e->y, kept_reach)) {
+          if (a->move_events && (e->x != e->tick_x || e->y != e->tick_y))
+            push_event(a, &a->moves, &a->move_capacity, &counts.moves, e->id,
+                       AOI_MOVE, e->x, e->y);
+          fresh[count++] = *held;
+        } else {
           push_leave(a, &counts, held->id);
+        }
         continue;
       }
       push_leave(a, &counts, held->id); /* gone, or a respawn */
     }
-    if (match && algo_within(a, w->x, w->y, e->x, e->y, reach))
-      enter(a, &counts, m);
+    if (match && algo_within(a, w->x, w->y, e->x, e->y, reach)) {
+      push_event(a, &a->enters, &a->enter_capacity, &counts.enters, e->id,
+                 AOI_ENTER, e->x, e->y);
+      fresh[count++] = (algo_view_entry){e->id, e->serial, m};
+    }
   }
-  finish_watcher(a, w, &counts);
+  set_view(a, w, count);
+  size_t total = counts.leaves + counts.enters + counts.moves;
+  if (total == 0)
+    return;
+  aoi_event *out = open_outbox(a, w, total);
+  copy_n(out, a->leaves, counts.leaves * sizeof(*out));
+  copy_n(out + counts.leaves, a->enters, counts.enters * sizeof(*out));
+  copy_n(out + counts.leaves + counts.enters, a->moves,
+         counts.moves * sizeof(*out));
 }
 
-static int compare_outbox(const void *pa, const void *pb)
+/* Puts the outboxes in watcher id order, when they are not: marks each
+   watcher's outbox, then walks the id order. */
+static void order_outboxes(algo *a)
 {
-  uint64_t a = ((const algo_outbox *)pa)->watcher;
-  uint64_t b = ((const algo_outbox *)pb)->watcher;
-  return (a > b) - (a < b);
+  int sorted = 1;
+  for (size_t k = 1; k < a->outbox_count && sorted; k++)
+    sorted = a->outboxes[k - 1].watcher < a->outboxes[k].watcher;
+  if (sorted)
+    return;
+  uint32_t stamp = next_stamp(a);
+  for (size_t k = 0; k < a->outbox_count; k++)
+    a->marks[a->outboxes[k].slot] = (algo_mark){stamp, (uint32_t)k};
+  ALGO_RESERVE(a, a->sorted_outboxes, a->sorted_outbox_capacity,
+               a->outbox_count);
+  size_t n = 0;
+  for (size_t k = 0; k < a->order_count; k++) {
+    const algo_mark *m = &a->marks[a->order[k].slot];
+    if (m->stamp == stamp)
+      a->sorted_outboxes[n++] = a->outboxes[m->index];
+  }
+  algo_outbox *outboxes = a->outboxes;
+  size_t capacity = a->outbox_capacity;
+  a->outboxes = a->sorted_outboxes;
+  a->outbox_capacity = a->sorted_outbox_capacity;
+  a->sorted_outboxes = outboxes;
+  a->sorted_outbox_capacity = capacity;
 }
 
 void algo_end_tick(algo *a)
 {
+  order_outboxes(a);
   for (size_t k = 0; k < a->moved_count; k++) {
     algo_entity *e = &a->entities[a->moved[k]];
     e->tick_x = e->x;
@@ -553,12 +648,6 @@ void algo_end_tick(algo *a)
     e->moved = 0;
   }
   a->moved_count = 0;
-  int sorted = 1;
-  for (size_t k = 1; k < a->outbox_count && sorted; k++)
-    sorted = a->outboxes[k - 1].watcher < a->outboxes[k].watcher;
-  if (!sorted)
-    qsort(a->outboxes, a->outbox_count, sizeof(*a->outboxes),
-          compare_outbox);
   ALGO_RESERVE(a, a->pending, a->pending_capacity, a->outbox_count);
   for (size_t k = 0; k < a->outbox_count; k++)
     a->pending[k] = a->outboxes[k].watcher;
@@ -568,13 +657,15 @@ void algo_end_tick(algo *a)
 
 void algo_dirty_reserve(algo *a, algo_dirty *d)
 {
-  size_t old = d->watch_capacity;
-  if (a->entity_capacity <= old)
+  size_t old = d->watch_capacity, cap = a->entity_capacity;
+  if (cap <= old)
     return;
   d->watch = algo_resize(a, d->watch, old * sizeof(*d->watch),
-                         a->entity_capacity * sizeof(*d->watch));
-  memset(d->watch + old, 0, (a->entity_capacity - old) * sizeof(*d->watch));
-  d->watch_capacity = a->entity_capacity;
+                         cap * sizeof(*d->watch));
+  memset(d->watch + old, 0, (cap - old) * sizeof(*d->watch));
+  d->state = algo_resize(a, d->state, old, cap);
+  memset(d->state + old, 0, cap - old);
+  d->watch_capacity = cap;
 }
 
 void algo_dirty_free(algo_dirty *d)
@@ -582,14 +673,15 @@ void algo_dirty_free(algo_dirty *d)
   for (size_t s = 0; s < d->watch_capacity; s++)
     free(d->watch[s].notes);
   free(d->watch);
+  free(d->state);
   free(d->list);
 }
 
 static void list_watcher(algo *a, algo_dirty *d, uint32_t w)
 {
-  if (d->watch[w].listed)
+  if (d->state[w] & DIRTY_LISTED)
     return;
-  d->watch[w].listed = 1;
+  d->state[w] |= DIRTY_LISTED;
   ALGO_RESERVE(a, d->list, d->list_capacity, d->list_count + 1);
   d->list[d->list_count++] = w;
 }
@@ -597,9 +689,9 @@ static void list_watcher(algo *a, algo_dirty *d, uint32_t w)
 void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
                      uint32_t slot)
 {
-  algo_watch *x = &d->watch[w];
-  if (x->whole)
+  if (d->state[w] & DIRTY_WHOLE)
     return;
+  algo_watch *x = &d->watch[w];
   ALGO_RESERVE32(a, x->notes, x->note_capacity, x->note_count + 1);
   x->notes[x->note_count].id = id;
   x->notes[x->note_count].slot = slot;
@@ -609,14 +701,14 @@ void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
 
 void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w)
 {
-  d->watch[w].whole = 1;
+  d->state[w] |= DIRTY_WHOLE;
   d->watch[w].note_count = 0;
   list_watcher(a, d, w);
 }
 
 void algo_dirty_drop(algo_dirty *d, uint32_t w)
 {
-  d->watch[w].whole = 0;
+  d->state[w] &= (uint8_t)~DIRTY_WHOLE;
   d->watch[w].note_count = 0;
 }
 
@@ -626,16 +718,15 @@ void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather)
     uint32_t w = d->list[k];
     algo_watch *x = &d->watch[w];
     if (algo_is_live(&a->entities[w], AOI_WATCHER)) {
-      if (x->whole) {
+      if (d->state[w] & DIRTY_WHOLE) {
         algo_diff_full(a, w, gather(a, w));
       } else if (x->note_count > 0) {
-        algo_sort_candidates(x->notes, x->note_count);
+        algo_sort_notes(x->notes, x->note_count);
         algo_diff_notes(a, w, x->notes, x->note_count);
       }
     }
-    x->whole = 0;
+    d->state[w] = 0;
     x->note_count = 0;
-    x->listed = 0;
   }
   d->list_count = 0;
 }

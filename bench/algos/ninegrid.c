@@ -18,8 +18,8 @@
  *     too big) and a watcher scans ceil(reach / C) cells each way.
  *  2. For each watcher: gathers the markers of those cells that pass the
  *     layer test and the spec's visibility test at reach + hysteresis (the
- *     most any of them may have), sorts them by id, and diffs them with
- *     its view (algo_diff_full).
+ *     most any of them may have), and diffs them with its view
+ *     (algo_diff_full).
  *  3. Orders the outboxes by watcher id and records the positions of the
  *     entities that moved (algo_end_tick).
  */
@@ -36,9 +36,8 @@
 
 /* A marker as the grid holds it: what the inner loop reads. */
 typedef struct cell_item {
-  uint64_t id;
-  float x, y;
-  uint32_t slot, layers;
+  algo_sighting sight;
+  uint32_t layers;
 } cell_item;
 
 typedef struct ninegrid {
@@ -172,16 +171,13 @@ static void build_grid(ninegrid *g)
     if (!algo_is_live(e, AOI_MARKER))
       continue;
     cell_item *item = &g->items[g->cell_end[g->item_cell[s]]++];
-    item->id = e->id;
-    item->x = e->x;
-    item->y = e->y;
-    item->slot = (uint32_t)s;
+    item->sight = algo_sight(a, (uint32_t)s);
     item->layers = e->layers;
   }
   /* Each cell_end[c] moved up to where cell c + 1 starts: its end. */
 }
 
-/* The markers near watcher `slot` within its keep reach, sorted by id. */
+/* The markers near watcher `slot` within its keep reach. */
 static size_t gather(ninegrid *g, uint32_t slot)
 {
   algo *a = &g->base;
@@ -203,13 +199,12 @@ static size_t gather(ninegrid *g, uint32_t slot)
     ALGO_RESERVE(a, a->candidates, a->candidate_capacity, n + (end - begin));
     for (uint32_t i = begin; i < end; i++) {
       const cell_item *m = &g->items[i];
-      if (m->slot == slot || !(w->interest & m->layers) ||
-          !algo_within(a, w->x, w->y, m->x, m->y, reach))
+      if (m->sight.slot == slot || !(w->interest & m->layers) ||
+          !algo_within(a, w->x, w->y, m->sight.x, m->sight.y, reach))
         continue;
-      a->candidates[n++] = (algo_candidate){m->id, m->slot};
+      a->candidates[n++] = m->sight;
     }
   }
-  algo_sort_candidates(a->candidates, n);
   return n;
 }
 

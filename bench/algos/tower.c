@@ -325,11 +325,9 @@ static size_t gather(algo *a, uint32_t slot)
         if (m->slot == slot || !(w->interest & m->layers) ||
             !algo_within(a, w->x, w->y, m->x, m->y, reach))
           continue;
-        a->candidates[n++] =
-            (algo_candidate){a->entities[m->slot].id, m->slot};
+        a->candidates[n++] = algo_sight(a, m->slot);
       }
     }
-  algo_sort_candidates(a->candidates, n);
   return n;
 }
 

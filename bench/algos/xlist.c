@@ -592,9 +592,8 @@ static size_t gather(algo *a, uint32_t slot)
     const algo_entity *e = &a->entities[m];
     if ((w->interest & e->layers) &&
         algo_within(a, w->x, w->y, e->x, e->y, reach))
-      a->candidates[n++] = (algo_candidate){e->id, m};
+      a->candidates[n++] = algo_sight(a, m);
   }
-  algo_sort_candidates(a->candidates, n);
   return n;
 }
 
