@@ -165,6 +165,7 @@ void algo_delete(algo *a)
   free(a->kept);
   free(a->entering);
   free(a->fresh);
+  free(a->arrivals);
   free(a->leaves);
   free(a->enters);
   free(a->moves);
@@ -555,6 +556,21 @@ static void push_leave(algo *a, event_counts *n, uint64_t id)
              0);
 }
 
+/* The place of `id` in a view, or `count` when it holds none. */
+static uint32_t find_entry(const algo_view_entry *view, uint32_t count,
+                           uint64_t id)
+{
+  uint32_t lo = 0, hi = count;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (view[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < count && view[lo].id == id ? lo : count;
+}
+
 void algo_diff_notes(algo *a, uint32_t slot, const algo_note *notes,
                      size_t n)
 {
@@ -562,44 +578,58 @@ void algo_diff_notes(algo *a, uint32_t slot, const algo_note *notes,
   double reach = (double)w->radius, kept_reach = algo_keep_reach(a, w);
   const algo_view_entry *old = w->view;
   uint32_t old_count = w->view_count;
-  ALGO_RESERVE32(a, a->fresh, a->fresh_capacity, (uint32_t)(old_count + n));
-  algo_view_entry *fresh = a->fresh;
+  /* Each note is looked up in the view; the view is rebuilt only when a
+     marker left or entered it (most notes are moves inside). The notes
+     are in id order, and so each kind of event, the old places that
+     leave (a->kept) and the new entries (a->arrivals). */
+  ALGO_RESERVE(a, a->kept, a->kept_capacity, n);
+  ALGO_RESERVE(a, a->arrivals, a->arrival_capacity, n);
   event_counts counts = {0, 0, 0};
-  uint32_t count = 0;
-  size_t i = 0, j = 0;
-  while (i < old_count || j < n) {
-    if (j == n || (i < old_count && old[i].id < notes[j].id)) {
-      fresh[count++] = old[i++]; /* nothing changed for it */
-      continue;
-    }
+  size_t drops = 0, arrivals = 0;
+  for (size_t j = 0; j < n;) {
     const algo_note *note = &notes[j++];
     while (j < n && notes[j].id == note->id)
       j++;
     uint32_t m = resolve(a, note, slot);
     const algo_entity *e = m == ALGO_NO_SLOT ? NULL : &a->entities[m];
     int match = e != NULL && (w->interest & e->layers) != 0;
-    if (i < old_count && old[i].id == note->id) {
-      const algo_view_entry *held = &old[i++];
-      if (e != NULL && held->serial == e->serial) {
-        if (match && algo_within(a, w->x, w->y, e->x, e->y, kept_reach)) {
-          if (a->move_events && (e->x != e->tick_x || e->y != e->tick_y))
-            push_event(a, &a->moves, &a->move_capacity, &counts.moves, e->id,
-                       AOI_MOVE, e->x, e->y);
-          fresh[count++] = *held;
-        } else {
-          push_leave(a, &counts, held->id);
-        }
+    uint32_t i = find_entry(old, old_count, note->id);
+    if (i < old_count) {
+      if (e != NULL && old[i].serial == e->serial &&
+          match && algo_within(a, w->x, w->y, e->x, e->y, kept_reach)) {
+        if (a->move_events && (e->x != e->tick_x || e->y != e->tick_y))
+          push_event(a, &a->moves, &a->move_capacity, &counts.moves, e->id,
+                     AOI_MOVE, e->x, e->y);
         continue;
       }
-      push_leave(a, &counts, held->id); /* gone, or a respawn */
+      push_leave(a, &counts, old[i].id); /* out of reach, gone, respawned */
+      a->kept[drops++] = i;
+      if (e != NULL && old[i].serial == e->serial)
+        continue; /* held, so it cannot enter */
     }
     if (match && algo_within(a, w->x, w->y, e->x, e->y, reach)) {
       push_event(a, &a->enters, &a->enter_capacity, &counts.enters, e->id,
                  AOI_ENTER, e->x, e->y);
-      fresh[count++] = (algo_view_entry){e->id, e->serial, m};
+      a->arrivals[arrivals++] = (algo_view_entry){e->id, e->serial, m};
     }
   }
-  set_view(a, w, count);
+  if (drops + arrivals > 0) {
+    ALGO_RESERVE32(a, a->fresh, a->fresh_capacity,
+                   (uint32_t)(old_count - drops + arrivals));
+    uint32_t count = 0;
+    size_t i = 0, d = 0, k = 0;
+    while (i < old_count || k < arrivals) {
+      if (i < old_count && d < drops && a->kept[d] == i) {
+        i++, d++;
+      } else if (k == arrivals ||
+                 (i < old_count && old[i].id < a->arrivals[k].id)) {
+        a->fresh[count++] = old[i++];
+      } else {
+        a->fresh[count++] = a->arrivals[k++];
+      }
+    }
+    set_view(a, w, count);
+  }
   size_t total = counts.leaves + counts.enters + counts.moves;
   if (total == 0)
     return;
@@ -657,33 +687,22 @@ void algo_end_tick(algo *a)
 
 void algo_dirty_reserve(algo *a, algo_dirty *d)
 {
-  size_t old = d->watch_capacity, cap = a->entity_capacity;
+  size_t old = d->slot_capacity, cap = a->entity_capacity;
   if (cap <= old)
     return;
-  d->watch = algo_resize(a, d->watch, old * sizeof(*d->watch),
-                         cap * sizeof(*d->watch));
-  memset(d->watch + old, 0, (cap - old) * sizeof(*d->watch));
   d->state = algo_resize(a, d->state, old, cap);
   memset(d->state + old, 0, cap - old);
-  d->watch_capacity = cap;
+  d->starts = algo_resize(a, d->starts, old * sizeof(*d->starts),
+                          cap * sizeof(*d->starts));
+  d->slot_capacity = cap;
 }
 
 void algo_dirty_free(algo_dirty *d)
 {
-  for (size_t s = 0; s < d->watch_capacity; s++)
-    free(d->watch[s].notes);
-  free(d->watch);
   free(d->state);
-  free(d->list);
-}
-
-static void list_watcher(algo *a, algo_dirty *d, uint32_t w)
-{
-  if (d->state[w] & DIRTY_LISTED)
-    return;
-  d->state[w] |= DIRTY_LISTED;
-  ALGO_RESERVE(a, d->list, d->list_capacity, d->list_count + 1);
-  d->list[d->list_count++] = w;
+  free(d->starts);
+  free(d->notes);
+  free(d->sorted);
 }
 
 void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
@@ -691,44 +710,61 @@ void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
 {
   if (d->state[w] & DIRTY_WHOLE)
     return;
-  algo_watch *x = &d->watch[w];
-  ALGO_RESERVE32(a, x->notes, x->note_capacity, x->note_count + 1);
-  x->notes[x->note_count].id = id;
-  x->notes[x->note_count].slot = slot;
-  x->note_count++;
-  list_watcher(a, d, w);
+  d->state[w] |= DIRTY_NOTED;
+  ALGO_RESERVE(a, d->notes, d->note_capacity, d->note_count + 1);
+  d->notes[d->note_count++] = (algo_noted){id, slot, w};
 }
 
 void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w)
 {
+  (void)a;
   d->state[w] |= DIRTY_WHOLE;
-  d->watch[w].note_count = 0;
-  list_watcher(a, d, w);
 }
 
 void algo_dirty_drop(algo_dirty *d, uint32_t w)
 {
-  d->state[w] &= (uint8_t)~DIRTY_WHOLE;
-  d->watch[w].note_count = 0;
+  d->state[w] = 0;
+}
+
+/* Sorts the notes by watcher into d->sorted (stable), and d->starts[w] to
+   where watcher w's begin. */
+static void sort_by_watcher(algo *a, algo_dirty *d)
+{
+  size_t slots = a->entity_count;
+  memset(d->starts, 0, slots * sizeof(*d->starts));
+  for (size_t k = 0; k < d->note_count; k++)
+    d->starts[d->notes[k].watcher]++;
+  uint32_t end = 0;
+  for (size_t w = 0; w < slots; w++) /* starts[w]: where w's notes end */
+    d->starts[w] = end += d->starts[w];
+  ALGO_RESERVE(a, d->sorted, d->sorted_capacity, d->note_count);
+  for (size_t k = d->note_count; k-- > 0;) { /* back to front: stable */
+    const algo_noted *n = &d->notes[k];
+    d->sorted[--d->starts[n->watcher]] = (algo_note){n->id, n->slot};
+  }
 }
 
 void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather)
 {
-  for (size_t k = 0; k < d->list_count; k++) {
-    uint32_t w = d->list[k];
-    algo_watch *x = &d->watch[w];
+  if (d->note_count > 0)
+    sort_by_watcher(a, d);
+  size_t slots = a->entity_count;
+  for (uint32_t w = 0; w < slots; w++) {
+    if (d->state[w] == 0)
+      continue;
     if (algo_is_live(&a->entities[w], AOI_WATCHER)) {
       if (d->state[w] & DIRTY_WHOLE) {
         algo_diff_full(a, w, gather(a, w));
-      } else if (x->note_count > 0) {
-        algo_sort_notes(x->notes, x->note_count);
-        algo_diff_notes(a, w, x->notes, x->note_count);
+      } else {
+        uint32_t begin = d->starts[w];
+        uint32_t end = w + 1 < slots ? d->starts[w + 1] : d->note_count;
+        algo_sort_notes(d->sorted + begin, end - begin);
+        algo_diff_notes(a, w, d->sorted + begin, end - begin);
       }
     }
     d->state[w] = 0;
-    x->note_count = 0;
   }
-  d->list_count = 0;
+  d->note_count = 0;
 }
 
 /* ---- algo.h ------------------------------------------------------------- */

@@ -124,12 +124,15 @@ struct algo {
   algo_mark *marks; /* per slot */
   size_t mark_capacity;
   uint32_t stamp; /* the last diff's */
-  uint32_t *kept; /* per old view entry: its candidate, or ALGO_NO_SLOT */
+  uint32_t *kept; /* algo_diff_full: per old view entry, its candidate or
+                     ALGO_NO_SLOT; algo_diff_notes: the entries that go */
   size_t kept_capacity;
   algo_note *entering; /* candidates that enter: id, candidate index */
   size_t entering_capacity;
   algo_view_entry *fresh; /* the view being built */
   uint32_t fresh_capacity;
+  algo_view_entry *arrivals; /* algo_diff_notes's entering markers */
+  size_t arrival_capacity;
   aoi_event *leaves, *enters, *moves; /* algo_diff_notes's */
   size_t leave_capacity, enter_capacity, move_capacity;
 
@@ -275,23 +278,31 @@ void algo_end_tick(algo *a);
 
 /* ---- watchers to look at (incremental algorithms) ----------------------- */
 
-typedef struct algo_watch {
-  algo_note *notes;
-  uint32_t note_count, note_capacity;
-} algo_watch;
+/* A note as it is taken: watcher `watcher` must look at marker (id,
+   slot). */
+typedef struct algo_noted {
+  uint64_t id;
+  uint32_t slot;
+  uint32_t watcher;
+} algo_noted;
 
+/* The notes are taken in one array, whatever the watcher, and sorted by
+   watcher (a counting sort) when the tick runs them: a note costs an
+   append, not a write to a list of the watcher's own. */
 typedef struct algo_dirty {
-  algo_watch *watch; /* per slot */
   uint8_t *state; /* per slot: DIRTY_* bits (a byte array: notifying
                      reads it for every subscriber of a tower) */
-  size_t watch_capacity;
-  uint32_t *list; /* the slots with DIRTY_LISTED */
-  size_t list_count, list_capacity;
+  uint32_t *starts; /* per slot, at the run: where its notes start */
+  size_t slot_capacity;
+  algo_noted *notes; /* this tick's, as taken */
+  size_t note_count, note_capacity;
+  algo_note *sorted; /* the same, by watcher, at the run */
+  size_t sorted_capacity;
 } algo_dirty;
 
 enum {
-  DIRTY_WHOLE = 1,  /* moved or new: its view is computed whole */
-  DIRTY_LISTED = 2  /* in the list (it stays there across a reuse) */
+  DIRTY_WHOLE = 1, /* moved or new: its view is computed whole */
+  DIRTY_NOTED = 2  /* it has notes (which a whole one ignores) */
 };
 
 /* Fills a->candidates for a watcher computed whole (as algo_diff_full
@@ -304,11 +315,12 @@ void algo_dirty_free(algo_dirty *d);
 /* Watcher w must look at marker (id, slot) this tick. */
 void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
                      uint32_t slot);
-/* Watcher w is computed whole this tick (its notes are dropped). */
+/* Watcher w is computed whole this tick (its notes are ignored). */
 void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w);
 /* Watcher w was removed: nothing to compute for it. */
 void algo_dirty_drop(algo_dirty *d, uint32_t w);
-/* Computes every listed watcher's events and empties the list. */
+/* Computes the events of every watcher with something to do, in slot
+   order, and forgets the notes. */
 void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather);
 
 #endif /* AOI_BENCH_ALGO_CORE_H */
