@@ -18,7 +18,9 @@
  * that enter (few, but for a new watcher); the new view is then a merge of
  * the kept entries, in order already, and the entering ones. No sort of
  * the whole view, and no scratch copies of the events: their counts are
- * known before they are written.
+ * known before they are written. algo_diff_notes looks each note up in the
+ * view by binary search, and rewrites the view only when a marker left or
+ * entered it.
  */
 #include "algo_core.h"
 
@@ -715,9 +717,8 @@ void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
   d->notes[d->note_count++] = (algo_noted){id, slot, w};
 }
 
-void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w)
+void algo_dirty_whole(algo_dirty *d, uint32_t w)
 {
-  (void)a;
   d->state[w] |= DIRTY_WHOLE;
 }
 

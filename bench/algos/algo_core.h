@@ -123,7 +123,7 @@ struct algo {
   size_t candidate_capacity;
   algo_mark *marks; /* per slot */
   size_t mark_capacity;
-  uint32_t stamp; /* the last diff's */
+  uint32_t stamp; /* the marks' current pass */
   uint32_t *kept; /* algo_diff_full: per old view entry, its candidate or
                      ALGO_NO_SLOT; algo_diff_notes: the entries that go */
   size_t kept_capacity;
@@ -316,7 +316,7 @@ void algo_dirty_free(algo_dirty *d);
 void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
                      uint32_t slot);
 /* Watcher w is computed whole this tick (its notes are ignored). */
-void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w);
+void algo_dirty_whole(algo_dirty *d, uint32_t w);
 /* Watcher w was removed: nothing to compute for it. */
 void algo_dirty_drop(algo_dirty *d, uint32_t w);
 /* Computes the events of every watcher with something to do, in slot

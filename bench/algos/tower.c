@@ -257,7 +257,7 @@ static int tower_add(algo *a, uint64_t id, float x, float y, float radius,
   if (flags & AOI_WATCHER) {
     t->slots[slot].range = range_of(t, slot);
     subscribe(t, slot, &t->slots[slot].range, NULL, 1);
-    algo_dirty_whole(a, &t->dirty, slot);
+    algo_dirty_whole(&t->dirty, slot);
   }
   if (flags & AOI_MARKER) {
     enlist(t, slot);
@@ -301,7 +301,7 @@ static int tower_move(algo *a, uint64_t id, float x, float y)
       subscribe(t, slot, &now, &ts->range, 1);
       ts->range = now;
     }
-    algo_dirty_whole(a, &t->dirty, slot);
+    algo_dirty_whole(&t->dirty, slot);
   }
   return 0;
 }

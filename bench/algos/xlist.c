@@ -372,7 +372,7 @@ static void wait_for_tick(xlist *xl, uint32_t slot)
                xl->fresh_count + 1);
   xl->fresh[xl->fresh_count++] = slot;
   if (xl->base.entities[slot].flags & AOI_WATCHER)
-    algo_dirty_whole(&xl->base, &xl->dirty, slot);
+    algo_dirty_whole(&xl->dirty, slot);
 }
 
 static int xlist_add(algo *a, uint64_t id, float x, float y, float radius,
@@ -449,12 +449,11 @@ static void move_marker(xlist *xl, uint32_t m)
 /* Watcher w moved: its triggers walk, its box follows. */
 static void move_watcher(xlist *xl, uint32_t w)
 {
-  algo *a = &xl->base;
   xl_place *p = &xl->places[w];
   uint32_t was[4], is[4];
   memcpy(was, p->box, sizeof(was));
   box_of(xl, w, is);
-  algo_dirty_whole(a, &xl->dirty, w);
+  algo_dirty_whole(&xl->dirty, w);
   if (memcmp(was, is, sizeof(is)) == 0)
     return;
   begin_walks(xl, w);
