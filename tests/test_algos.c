@@ -1,5 +1,5 @@
 /*
- * test_algos.c: the four classic AOI algorithms of bench/ (brute,
+ * test_algos.c: the four classic AOI algorithms of bench/algos/ (brute,
  * ninegrid, tower, xlist) against the engine, through the public API, on
  * random operation sequences that the bench's crowds never make: watchers
  * standing beside markers that move and are removed in the same tick,

@@ -27,10 +27,12 @@
  * notifies that tower. A marker that comes within reach does so by an add
  * or a move into a subscribed tower. A watcher that moves is computed whole.
  *
- * A tower is two arrays: its markers (position and layers copied, kept in
- * step on every move, so a whole watcher reads them in place) and its
- * subscribers. A marker knows its place in its tower's array; a watcher
- * knows the rectangle of towers it subscribes to.
+ * A tower holds its markers in two arrays, at the same index: what a
+ * whole watcher's filter reads (position and layers, kept in step on every
+ * move) and the rest of what its diff reads (id, serial, whether it moved
+ * this tick), so a whole watcher reads its towers in place and no entity;
+ * and its subscribers, a third. A marker knows its place in its tower's
+ * arrays; a watcher knows the rectangle of towers it subscribes to.
  */
 #include "algo_core.h"
 
@@ -48,8 +50,15 @@ typedef struct tower_item {
   uint32_t slot, layers;
 } tower_item;
 
+typedef struct tower_detail {
+  uint64_t id;
+  uint32_t serial;
+  uint32_t moved; /* its position differs from the last tick's */
+} tower_detail;
+
 typedef struct tower {
   tower_item *markers;
+  tower_detail *details; /* the markers' */
   uint32_t marker_count, marker_capacity;
   uint32_t *watchers; /* subscribers' slots */
   uint32_t watcher_count, watcher_capacity;
@@ -137,9 +146,17 @@ static void notify(towers *t, uint32_t index, uint32_t slot)
 {
   const tower *tw = &t->grid[index];
   uint64_t id = t->base.entities[slot].id;
-  for (uint32_t k = 0; k < tw->watcher_count; k++)
-    if (tw->watchers[k] != slot)
-      algo_dirty_note(&t->base, &t->dirty, tw->watchers[k], id, slot);
+  for (uint32_t k = 0; k < tw->watcher_count; k++) {
+    uint32_t w = tw->watchers[k];
+    /* a watcher computed whole needs no note (most, when all walk) */
+    if (w != slot && !(t->dirty.state[w] & DIRTY_WHOLE))
+      algo_dirty_note(&t->base, &t->dirty, w, id, slot);
+  }
+}
+
+static int has_moved(const algo_entity *e)
+{
+  return e->x != e->tick_x || e->y != e->tick_y;
 }
 
 static void enlist(towers *t, uint32_t slot)
@@ -147,13 +164,17 @@ static void enlist(towers *t, uint32_t slot)
   const algo_entity *e = &t->base.entities[slot];
   uint32_t index = tower_at(t, e->x, e->y);
   tower *tw = &t->grid[index];
-  ALGO_RESERVE32(&t->base, tw->markers, tw->marker_capacity,
-                 tw->marker_count + 1);
-  tower_item *item = &tw->markers[tw->marker_count];
-  item->x = e->x;
-  item->y = e->y;
-  item->slot = slot;
-  item->layers = e->layers;
+  if (tw->marker_count == tw->marker_capacity) {
+    uint32_t old = tw->marker_capacity;
+    tw->markers = algo_grow32(&t->base, tw->markers, &tw->marker_capacity,
+                              old + 1, sizeof(*tw->markers));
+    tw->details = algo_resize(&t->base, tw->details,
+                              old * sizeof(*tw->details),
+                              tw->marker_capacity * sizeof(*tw->details));
+  }
+  tw->markers[tw->marker_count] = (tower_item){e->x, e->y, slot, e->layers};
+  tw->details[tw->marker_count] =
+      (tower_detail){e->id, e->serial, (uint32_t)has_moved(e)};
   t->slots[slot].tower = index;
   t->slots[slot].index = tw->marker_count++;
 }
@@ -164,6 +185,7 @@ static void delist(towers *t, uint32_t slot)
   uint32_t index = t->slots[slot].index, last = --tw->marker_count;
   if (index != last) {
     tw->markers[index] = tw->markers[last];
+    tw->details[index] = tw->details[last];
     t->slots[tw->markers[index].slot].index = index;
   }
 }
@@ -207,6 +229,7 @@ static void tower_destroy(algo *a)
   size_t count = (size_t)t->width * (size_t)t->height;
   for (size_t i = 0; i < count; i++) {
     free(t->grid[i].markers);
+    free(t->grid[i].details);
     free(t->grid[i].watchers);
   }
   free(t->grid);
@@ -234,7 +257,7 @@ static int tower_add(algo *a, uint64_t id, float x, float y, float radius,
   if (flags & AOI_WATCHER) {
     t->slots[slot].range = range_of(t, slot);
     subscribe(t, slot, &t->slots[slot].range, NULL, 1);
-    algo_dirty_whole(a, &t->dirty, slot);
+    algo_dirty_whole(&t->dirty, slot);
   }
   if (flags & AOI_MARKER) {
     enlist(t, slot);
@@ -262,9 +285,10 @@ static int tower_move(algo *a, uint64_t id, float x, float y)
       t->moving[t->moving_count++] = slot;
     }
     if (tower_at(t, x, y) == ts->tower) {
-      tower_item *item = &t->grid[ts->tower].markers[ts->index];
-      item->x = x;
-      item->y = y;
+      tower *tw = &t->grid[ts->tower];
+      tw->markers[ts->index].x = x;
+      tw->markers[ts->index].y = y;
+      tw->details[ts->index].moved = (uint32_t)has_moved(e);
     } else {
       delist(t, slot);
       enlist(t, slot);
@@ -277,7 +301,7 @@ static int tower_move(algo *a, uint64_t id, float x, float y)
       subscribe(t, slot, &now, &ts->range, 1);
       ts->range = now;
     }
-    algo_dirty_whole(a, &t->dirty, slot);
+    algo_dirty_whole(&t->dirty, slot);
   }
   return 0;
 }
@@ -307,13 +331,18 @@ static int tower_remove(algo *a, uint64_t id)
 
 /* ---- the tick ----------------------------------------------------------- */
 
-/* The markers of watcher `slot`'s towers within its keep reach. */
+/* The markers of watcher `slot`'s towers within its keep reach. Each is
+   written to the candidates and kept when it passes, so that the loop
+   does not branch on the test. */
 static size_t gather(algo *a, uint32_t slot)
 {
   towers *t = (towers *)a;
   const algo_entity *w = &a->entities[slot];
   const tower_range *r = &t->slots[slot].range;
-  double reach = algo_keep_reach(a, w);
+  double reach = algo_keep_reach(a, w), limit = reach * reach;
+  double wx = w->x, wy = w->y;
+  uint32_t interest = w->interest;
+  int circle = a->shape == AOI_SHAPE_CIRCLE;
   size_t n = 0;
   for (int y = r->y0; y <= r->y1; y++)
     for (int x = r->x0; x <= r->x1; x++) {
@@ -322,14 +351,15 @@ static size_t gather(algo *a, uint32_t slot)
                    n + tw->marker_count);
       for (uint32_t k = 0; k < tw->marker_count; k++) {
         const tower_item *m = &tw->markers[k];
-        if (m->slot == slot || !(w->interest & m->layers) ||
-            !algo_within(a, w->x, w->y, m->x, m->y, reach))
-          continue;
-        a->candidates[n++] =
-            (algo_candidate){a->entities[m->slot].id, m->slot};
+        const tower_detail *d = &tw->details[k];
+        double dx = wx - (double)m->x, dy = wy - (double)m->y;
+        int in = circle ? dx * dx + dy * dy <= limit
+                        : algo_within(a, w->x, w->y, m->x, m->y, reach);
+        a->candidates[n] =
+            (algo_sighting){d->id, m->x, m->y, m->slot, d->serial, d->moved};
+        n += in & ((interest & m->layers) != 0) & (m->slot != slot);
       }
     }
-  algo_sort_candidates(a->candidates, n);
   return n;
 }
 
@@ -347,8 +377,14 @@ static void tower_tick(algo *a)
     if (ts->tower != ts->from)
       notify(t, ts->tower, slot);
   }
-  t->moving_count = 0;
   algo_dirty_run(a, &t->dirty, gather);
+  /* What moved stands where it is as of this tick. */
+  for (size_t k = 0; k < t->moving_count; k++) {
+    uint32_t slot = t->moving[k];
+    if (algo_is_live(&a->entities[slot], AOI_MARKER))
+      t->grid[t->slots[slot].tower].details[t->slots[slot].index].moved = 0;
+  }
+  t->moving_count = 0;
   algo_end_tick(a);
 }
 

@@ -15,13 +15,16 @@
  *     watcher scans the 3 x 3 cells around its own, and one that sees
  *     farther scans floor(reach / cell) + 1 cells each way; for `cells C`
  *     the grid is the spec's own C-grid (C doubled while the grid would be
- *     too big) and a watcher scans ceil(reach / C) cells each way.
- *  2. For each watcher: gathers the markers of those cells that pass the
- *     layer test and the spec's visibility test at reach + hysteresis (the
- *     most any of them may have), sorts them by id, and diffs them with
- *     its view (algo_diff_full).
- *  3. Orders the outboxes by watcher id and records the positions of the
- *     entities that moved (algo_end_tick).
+ *     too big) and a watcher scans ceil(reach / C) cells each way. The
+ *     grid holds what the filter reads (position, layers, slot: 16 bytes)
+ *     in one array, and what the diff reads of a marker in another, at the
+ *     same index; a row of cells is one run of both.
+ *  2. For each watcher, in id order (so the outboxes come out in order):
+ *     filters the markers of those cells by the layer test and the spec's
+ *     visibility test at reach + hysteresis (the most any of them may
+ *     have), without a branch on the outcome, and diffs those that pass
+ *     with its view (algo_diff_full).
+ *  3. Records the positions of the entities that moved (algo_end_tick).
  */
 #include "algo_core.h"
 
@@ -34,11 +37,12 @@
 /* The grid has at most this many cells a side. */
 #define GRID_MAX 2048
 
-/* A marker as the grid holds it: what the inner loop reads. */
+/* A marker as the grid holds it: what the filter reads. What the diff
+   reads of it is at the same index of `sights`. */
 typedef struct cell_item {
-  uint64_t id;
   float x, y;
-  uint32_t slot, layers;
+  uint32_t layers;
+  uint32_t slot;
 } cell_item;
 
 typedef struct ninegrid {
@@ -54,7 +58,10 @@ typedef struct ninegrid {
   uint32_t *item_cell; /* per slot */
   size_t item_cell_capacity;
   cell_item *items;
+  algo_sighting *sights;
   size_t item_capacity;
+  uint32_t *hits; /* the items that pass a watcher's filter */
+  size_t hit_capacity;
 } ninegrid;
 
 /* ---- geometry ----------------------------------------------------------- */
@@ -141,6 +148,8 @@ static void ninegrid_destroy(algo *a)
   free(g->cell_end);
   free(g->item_cell);
   free(g->items);
+  free(g->sights);
+  free(g->hits);
   algo_delete(a);
 }
 
@@ -166,22 +175,55 @@ static void build_grid(ninegrid *g)
   }
   for (size_t c = 0; c < cells; c++) /* cell_end[c]: where cell c starts */
     g->cell_end[c + 1] += g->cell_end[c];
-  ALGO_RESERVE(a, g->items, g->item_capacity, markers);
+  if (markers > g->item_capacity) {
+    size_t old = g->item_capacity;
+    g->items = algo_resize(a, g->items, old * sizeof(*g->items),
+                           markers * sizeof(*g->items));
+    g->sights = algo_resize(a, g->sights, old * sizeof(*g->sights),
+                            markers * sizeof(*g->sights));
+    g->item_capacity = markers;
+  }
   for (size_t s = 0; s < a->entity_count; s++) {
     const algo_entity *e = &a->entities[s];
     if (!algo_is_live(e, AOI_MARKER))
       continue;
-    cell_item *item = &g->items[g->cell_end[g->item_cell[s]]++];
-    item->id = e->id;
-    item->x = e->x;
-    item->y = e->y;
-    item->slot = (uint32_t)s;
-    item->layers = e->layers;
+    uint32_t i = g->cell_end[g->item_cell[s]]++;
+    g->items[i] = (cell_item){e->x, e->y, e->layers, (uint32_t)s};
+    g->sights[i] = algo_sight(a, (uint32_t)s);
   }
   /* Each cell_end[c] moved up to where cell c + 1 starts: its end. */
 }
 
-/* The markers near watcher `slot` within its keep reach, sorted by id. */
+/* Appends to g->hits the items of [begin, end) that pass watcher w's
+   filter at `reach`: the layer test, the spec's test, not itself. The
+   index is written whatever the test says and kept when it passes, so
+   that the loop does not branch on it. */
+static size_t filter(ninegrid *g, const algo_entity *w, uint32_t slot,
+                     double reach, uint32_t begin, uint32_t end, size_t n)
+{
+  const cell_item *items = g->items;
+  uint32_t *hits = g->hits, interest = w->interest;
+  if (g->base.shape == AOI_SHAPE_CIRCLE) {
+    /* algo_within's circle, written out */
+    double wx = w->x, wy = w->y, limit = reach * reach;
+    for (uint32_t i = begin; i < end; i++) {
+      double dx = wx - (double)items[i].x, dy = wy - (double)items[i].y;
+      hits[n] = i;
+      n += (dx * dx + dy * dy <= limit) & ((interest & items[i].layers) != 0) &
+           (items[i].slot != slot);
+    }
+    return n;
+  }
+  for (uint32_t i = begin; i < end; i++) {
+    hits[n] = i;
+    n += (interest & items[i].layers) != 0 && items[i].slot != slot &&
+         algo_within(&g->base, w->x, w->y, items[i].x, items[i].y, reach);
+  }
+  return n;
+}
+
+/* The markers near watcher `slot` within its keep reach, into
+   a->candidates. */
 static size_t gather(ninegrid *g, uint32_t slot)
 {
   algo *a = &g->base;
@@ -200,16 +242,12 @@ static size_t gather(ninegrid *g, uint32_t slot)
     uint32_t begin = row + (size_t)x0 == 0 ? 0 : g->cell_end[row + x0 - 1];
     uint32_t end = g->cell_end[row + (size_t)x1];
     /* The cells x0..x1 of a row are contiguous in `items`. */
-    ALGO_RESERVE(a, a->candidates, a->candidate_capacity, n + (end - begin));
-    for (uint32_t i = begin; i < end; i++) {
-      const cell_item *m = &g->items[i];
-      if (m->slot == slot || !(w->interest & m->layers) ||
-          !algo_within(a, w->x, w->y, m->x, m->y, reach))
-        continue;
-      a->candidates[n++] = (algo_candidate){m->id, m->slot};
-    }
+    ALGO_RESERVE(a, g->hits, g->hit_capacity, n + (end - begin));
+    n = filter(g, w, slot, reach, begin, end, n);
   }
-  algo_sort_candidates(a->candidates, n);
+  ALGO_RESERVE(a, a->candidates, a->candidate_capacity, n);
+  for (size_t k = 0; k < n; k++)
+    a->candidates[k] = g->sights[g->hits[k]];
   return n;
 }
 
@@ -218,9 +256,11 @@ static void ninegrid_tick(algo *a)
   ninegrid *g = (ninegrid *)a;
   algo_begin_tick(a);
   build_grid(g);
-  for (size_t s = 0; s < a->entity_count; s++)
-    if (algo_is_live(&a->entities[s], AOI_WATCHER))
-      algo_diff_full(a, (uint32_t)s, gather(g, (uint32_t)s));
+  for (size_t k = 0; k < a->order_count; k++) { /* watchers by id */
+    uint32_t s = a->order[k].slot;
+    if (a->entities[s].flags & AOI_WATCHER)
+      algo_diff_full(a, s, gather(g, s));
+  }
   algo_end_tick(a);
 }
 

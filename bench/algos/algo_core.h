@@ -6,10 +6,14 @@
  *    them), with a serial new at each add, so that a view entry whose
  *    entity was removed, or removed and added again under the same id (a
  *    respawn), is told from the live one;
- *  - each watcher's view, sorted by id, and the two ways of diffing it into
- *    events: against a whole new candidate list (algo_diff_full), or
- *    against a list of markers that changed near it (algo_diff_notes);
- *  - this tick's outboxes, ordered by watcher id at algo_end_tick;
+ *  - the live entities in id order (algo_begin_tick brings the list up to
+ *    date when some were added or removed);
+ *  - each watcher's view, sorted by id, and the two ways of diffing it
+ *    into events: against the markers a gather found in reach, in any
+ *    order (algo_diff_full), or against a list of markers that changed
+ *    near it (algo_diff_notes);
+ *  - this tick's outboxes, ordered by watcher id at algo_end_tick (a walk
+ *    of the id order when the watchers were not computed in it);
  *  - the bytes held, counted through algo_resize.
  * The incremental algorithms (tower, xlist) add an algo_dirty: the
  * watchers to look at this tick, each either whole (it moved or is new) or
@@ -24,6 +28,7 @@
 
 #include "algo.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -36,6 +41,28 @@ typedef struct algo_view_entry {
   uint32_t slot;
 } algo_view_entry;
 
+/* A marker a gather found near a watcher: all the diff reads of it. */
+typedef struct algo_sighting {
+  uint64_t id;
+  float x, y;
+  uint32_t slot;
+  uint32_t serial;
+  uint32_t moved; /* its position differs from the last tick's */
+} algo_sighting;
+
+/* A marker noted to a watcher: its id, and its slot when noted. */
+typedef struct algo_note {
+  uint64_t id;
+  uint32_t slot;
+} algo_note;
+
+/* A live entity in the id-ordered list. */
+typedef struct algo_member {
+  uint64_t id;
+  uint32_t slot;
+  uint32_t serial;
+} algo_member;
+
 typedef struct algo_entity {
   uint64_t id;
   float x, y;
@@ -44,18 +71,21 @@ typedef struct algo_entity {
   uint32_t serial; /* 0: a free slot */
   uint32_t flags, layers, interest;
   uint32_t moved; /* in the moved list */
+  uint32_t view_count, view_capacity;
   algo_view_entry *view; /* watchers: sorted by id */
-  size_t view_count, view_capacity;
 } algo_entity;
 
-/* A marker near a watcher: gathered candidates, and noted changes. */
-typedef struct algo_candidate {
-  uint64_t id;
-  uint32_t slot;
-} algo_candidate;
+/* Per slot, a note that holds only while `stamp` is the current pass's:
+   in a diff, the place of this slot's marker in the old view; when the
+   outboxes are put in order, the place of this slot's outbox. */
+typedef struct algo_mark {
+  uint32_t stamp;
+  uint32_t index;
+} algo_mark;
 
 typedef struct algo_outbox {
   uint64_t watcher;
+  uint32_t slot;
   size_t start, count;
 } algo_outbox;
 
@@ -83,17 +113,33 @@ struct algo {
   uint32_t *map_slots; /* ALGO_NO_SLOT where free */
   size_t map_capacity, map_count;
 
-  algo_candidate *candidates; /* what a gather fills, sorted by id */
+  algo_member *order; /* the live entities by id, as of algo_begin_tick */
+  size_t order_count, order_capacity;
+  algo_member *joined; /* added since (some may be gone again) */
+  size_t joined_count, joined_capacity;
+  int left; /* an entity was removed since */
+
+  algo_sighting *candidates; /* what a gather fills, in any order */
   size_t candidate_capacity;
+  algo_mark *marks; /* per slot */
+  size_t mark_capacity;
+  uint32_t stamp; /* the marks' current pass */
+  uint32_t *kept; /* algo_diff_full: per old view entry, its candidate or
+                     ALGO_NO_SLOT; algo_diff_notes: the entries that go */
+  size_t kept_capacity;
+  algo_note *entering; /* candidates that enter: id, candidate index */
+  size_t entering_capacity;
   algo_view_entry *fresh; /* the view being built */
-  size_t fresh_capacity;
-  aoi_event *leaves, *enters, *moves;
+  uint32_t fresh_capacity;
+  algo_view_entry *arrivals; /* algo_diff_notes's entering markers */
+  size_t arrival_capacity;
+  aoi_event *leaves, *enters, *moves; /* algo_diff_notes's */
   size_t leave_capacity, enter_capacity, move_capacity;
 
   aoi_event *events; /* this tick's, outbox after outbox */
   size_t event_count, event_capacity;
-  algo_outbox *outboxes;
-  size_t outbox_count, outbox_capacity;
+  algo_outbox *outboxes, *sorted_outboxes;
+  size_t outbox_count, outbox_capacity, sorted_outbox_capacity;
   uint64_t *pending;
   size_t pending_capacity;
   uint32_t tick;
@@ -165,13 +211,38 @@ static inline int algo_is_live(const algo_entity *e, unsigned role)
   return e->serial != 0 && (e->flags & role) != 0;
 }
 
+/* Entity `slot` as a watcher would see it now. */
+static inline algo_sighting algo_sight(const algo *a, uint32_t slot)
+{
+  const algo_entity *e = &a->entities[slot];
+  algo_sighting s = {e->id, e->x, e->y, slot, e->serial,
+                     e->x != e->tick_x || e->y != e->tick_y};
+  return s;
+}
+
 /* ---- geometry ----------------------------------------------------------- */
 
 /* The spec's visibility test of B at (bx, by) from A at (ax, ay), in
    double on the stored floats, the same expression for every shape as
    TRACE_FORMAT.md writes it. */
-int algo_within(const algo *a, float ax, float ay, float bx, float by,
-                double reach);
+static inline int algo_within(const algo *a, float ax, float ay, float bx,
+                              float by, double reach)
+{
+  double dx = (double)ax - (double)bx, dy = (double)ay - (double)by;
+  switch (a->shape) {
+  case AOI_SHAPE_SQUARE:
+    return fabs(dx) <= reach && fabs(dy) <= reach;
+  case AOI_SHAPE_CELLS: {
+    double c = a->cell_size, k = ceil(reach / c);
+    double dcx = floor((double)ax / c) - floor((double)bx / c);
+    double dcy = floor((double)ay / c) - floor((double)by / c);
+    return fabs(dcx) <= k && fabs(dcy) <= k;
+  }
+  case AOI_SHAPE_CIRCLE:
+  default:
+    return dx * dx + dy * dy <= reach * reach;
+  }
+}
 /* The config's bounds, or [0, 1000]^2 on an axis where they are empty
    (the engine's own default). */
 void algo_bounds(const aoi_config *config, algo_box *box);
@@ -185,20 +256,21 @@ static inline double algo_keep_reach(const algo *a, const algo_entity *w)
   return (double)w->radius + a->hysteresis;
 }
 
-/* Sorts by id (ids are distinct, or equal ids next to each other). */
-void algo_sort_candidates(algo_candidate *c, size_t n);
+/* Sorts notes by id (equal ids end up next to each other). */
+void algo_sort_notes(algo_note *notes, size_t n);
 
 /* ---- the tick ----------------------------------------------------------- */
 
+/* Starts a tick: brings the id-ordered list of live entities up to date. */
 void algo_begin_tick(algo *a);
 /* Watcher `slot`'s new view and events from a->candidates[0, n): every
    marker, other than itself, that passes the layer test and algo_within
-   at the keep reach, sorted by id. */
+   at the keep reach, in any order, each once. */
 void algo_diff_full(algo *a, uint32_t slot, size_t n);
 /* Watcher `slot`'s new view and events when only the markers in `notes`
    may have changed for it (moved, added, removed); notes sorted by id,
    duplicates allowed. Each note's slot is where its id lived when noted. */
-void algo_diff_notes(algo *a, uint32_t slot, const algo_candidate *notes,
+void algo_diff_notes(algo *a, uint32_t slot, const algo_note *notes,
                      size_t n);
 /* Orders the outboxes by watcher id, lists them, and records the position
    of every entity that moved as of this tick. */
@@ -206,19 +278,32 @@ void algo_end_tick(algo *a);
 
 /* ---- watchers to look at (incremental algorithms) ----------------------- */
 
-typedef struct algo_watch {
-  algo_candidate *notes;
-  uint32_t note_count, note_capacity;
-  uint8_t whole;  /* moved or new: its view is computed whole */
-  uint8_t listed; /* in the dirty list (it stays there across a reuse) */
-} algo_watch;
+/* A note as it is taken: watcher `watcher` must look at marker (id,
+   slot). */
+typedef struct algo_noted {
+  uint64_t id;
+  uint32_t slot;
+  uint32_t watcher;
+} algo_noted;
 
+/* The notes are taken in one array, whatever the watcher, and sorted by
+   watcher (a counting sort) when the tick runs them: a note costs an
+   append, not a write to a list of the watcher's own. */
 typedef struct algo_dirty {
-  algo_watch *watch; /* per slot */
-  size_t watch_capacity;
-  uint32_t *list;
-  size_t list_count, list_capacity;
+  uint8_t *state; /* per slot: DIRTY_* bits (a byte array: notifying
+                     reads it for every subscriber of a tower) */
+  uint32_t *starts; /* per slot, at the run: where its notes start */
+  size_t slot_capacity;
+  algo_noted *notes; /* this tick's, as taken */
+  size_t note_count, note_capacity;
+  algo_note *sorted; /* the same, by watcher, at the run */
+  size_t sorted_capacity;
 } algo_dirty;
+
+enum {
+  DIRTY_WHOLE = 1, /* moved or new: its view is computed whole */
+  DIRTY_NOTED = 2  /* it has notes (which a whole one ignores) */
+};
 
 /* Fills a->candidates for a watcher computed whole (as algo_diff_full
    wants them); returns how many. */
@@ -230,11 +315,12 @@ void algo_dirty_free(algo_dirty *d);
 /* Watcher w must look at marker (id, slot) this tick. */
 void algo_dirty_note(algo *a, algo_dirty *d, uint32_t w, uint64_t id,
                      uint32_t slot);
-/* Watcher w is computed whole this tick (its notes are dropped). */
-void algo_dirty_whole(algo *a, algo_dirty *d, uint32_t w);
+/* Watcher w is computed whole this tick (its notes are ignored). */
+void algo_dirty_whole(algo_dirty *d, uint32_t w);
 /* Watcher w was removed: nothing to compute for it. */
 void algo_dirty_drop(algo_dirty *d, uint32_t w);
-/* Computes every listed watcher's events and empties the list. */
+/* Computes the events of every watcher with something to do, in slot
+   order, and forgets the notes. */
 void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather);
 
 #endif /* AOI_BENCH_ALGO_CORE_H */
