@@ -4,7 +4,7 @@
  * nine-grid (ninegrid.c), the tower or lighthouse AOI (tower.c) and the
  * cross-linked list (xlist.c).
  *
- * Each keeps the semantics of TRACE_FORMAT.md for what the bench feeds it
+ * Each keeps the semantics of docs/trace-format.md for what the bench feeds it
  * (the visibility rule of every shape, per-entity radius, layers and
  * interest, hysteresis, move events on or off, respawn as leave + enter,
  * the event order), so its events equal the engine's, and shares no code

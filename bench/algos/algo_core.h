@@ -224,7 +224,7 @@ static inline algo_sighting algo_sight(const algo *a, uint32_t slot)
 
 /* The spec's visibility test of B at (bx, by) from A at (ax, ay), in
    double on the stored floats, the same expression for every shape as
-   TRACE_FORMAT.md writes it. */
+   docs/trace-format.md writes it. */
 static inline int algo_within(const algo *a, float ax, float ay, float bx,
                               float by, double reach)
 {
