@@ -265,18 +265,11 @@ AOI_EXPORT int aoi_ref_of(aoi_world *world, uint64_t id, aoi_ref *ref);
    anything but a live entity's reference, then AOI_ECOORD) and effect. */
 AOI_EXPORT int aoi_move_ref(aoi_world *world, aoi_ref ref, float x, float y);
 
-/*
- * Applies everything submitted since the last tick and appends the tick's
- * events to the watchers' outboxes; blocks until done, computing one
- * worker's share on the calling thread. Returns 0, or AOI_ENOMEM in one of
- * two ways, told apart by aoi_world_stats' `tick`:
- *  - `tick` unchanged: nothing was applied; the operations stay queued for
- *    a later tick;
- *  - `tick` advanced: every operation was applied, but some watchers could
- *    not be given all their events; they get them at a later tick, with
- *    nothing lost or duplicated (docs/usage.md, "Running out of memory").
- * Either way the world stays consistent and usable.
- */
+/* Applies everything submitted since the last tick and leaves the tick's
+   events for delivery; blocks until done. 0, or AOI_ENOMEM: with `tick`
+   (aoi_world_stats) unchanged nothing was applied and the operations stay
+   queued; with `tick` advanced some watchers get their events at a later
+   tick, nothing lost (docs/usage.md, "Errors"). */
 AOI_EXPORT int aoi_tick(aoi_world *world);
 
 /* aoi_tick in two halves, so that the host can run game logic while the
@@ -307,21 +300,14 @@ typedef struct aoi_event {
   uint32_t tick;       /* the tick that produced it (low 32 bits, from 1) */
 } aoi_event;
 
-/*
- * Delivery. A tick leaves its events in aoi_delivery_segments() segments,
- * each holding the events of a disjoint set of watchers. aoi_deliver calls
- * `fn` once per watcher of segment `segment` that has undelivered events,
- * with the watcher's id and tag and all its events, older ticks first,
- * then empties its outbox. `events` is valid during the call only.
- * Watchers come in the order the workers computed them. Events not taken
- * before the next tick stay, in order, for a later call.
- *
- * Different segments may be delivered at once on different threads (rule
- * 2); a segment already being delivered returns AOI_EBUSY. Checks, after
- * AOI_EINVAL (NULL world or fn) and AOI_EBUSY: AOI_EINVAL for a segment
- * out of range; AOI_ENOMEM when a watcher's events cannot be laid out
- * (that watcher and the ones after it stay; call again).
- */
+/* Delivery: a tick leaves its events in aoi_delivery_segments() segments,
+   each for a disjoint set of watchers, which different threads may
+   deliver at once (rule 2). aoi_deliver calls `fn` once per watcher of the
+   segment with events (its id, tag and every undelivered event, older
+   ticks first; `events` valid during the call) and empties its outbox.
+   Checks: AOI_EBUSY also for a segment another thread is delivering;
+   AOI_EINVAL for a segment out of range; AOI_ENOMEM (that watcher and the
+   ones after it stay: call again). docs/usage.md, "Delivery". */
 typedef void (*aoi_deliver_fn)(void *user, uint64_t watcher,
                                uint64_t watcher_tag, const aoi_event *events,
                                size_t count);
