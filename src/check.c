@@ -214,6 +214,35 @@ static bool handle_valid(const aoi_world *w, uint32_t h)
   return true;
 }
 
+/* The released ring (types.h): from its head, the free handles, then
+   those waiting for the next tick or two; each is a handle taken before,
+   not live, and listed once. A spare bit of handle_bits marks the ones
+   seen, and is cleared before the verdict. */
+#define RELEASED_SEEN 0x80u
+static bool released_valid(aoi_world *w)
+{
+  uint32_t n = w->free_count + w->limbo_old_count + w->limbo_count;
+  CHECK(n <= w->handle_count, "world: %u released of %u", n, w->handle_count);
+  uint32_t i = 0, h = 0;
+  bool in_range = true, dead = true, once = true;
+  for (; i < n; i++) {
+    h = w->released[(w->released_head + i) % w->handle_capacity];
+    in_range = h < w->handle_count;
+    dead = in_range && !(w->host[h].flags & AOI__LIVE);
+    once = in_range && !(w->handle_bits[h] & RELEASED_SEEN);
+    if (!in_range || !dead || !once)
+      break;
+    w->handle_bits[h] |= RELEASED_SEEN;
+  }
+  for (uint32_t j = 0; j < i; j++)
+    w->handle_bits[w->released[(w->released_head + j) % w->handle_capacity]] &=
+        (uint8_t)~RELEASED_SEEN;
+  CHECK(in_range, "released %u: handle %u", i, h);
+  CHECK(dead, "released %u: handle %u", i, h);
+  CHECK(once, "released %u: handle %u", i, h);
+  return true;
+}
+
 bool aoi__world_valid(aoi_world *w)
 {
   AOI__ASSERT(!w->in_flight);
@@ -245,6 +274,7 @@ bool aoi__world_valid(aoi_world *w)
   }
   WALK(queues_valid(w));
   WALK(records_valid(w));
+  WALK(released_valid(w));
   /* Entities added since the last tick are not in any shard yet. */
   CHECK(owned + unborn >= live, "world: %llu owned",
         (unsigned long long)owned);

@@ -173,6 +173,29 @@ static void test_record_count(void **state)
   aoi_destroy(w);
 }
 
+static void test_released_ring(void **state)
+{
+  (void)state;
+  aoi_world *w = ticked_world();
+  assert_int_equal(aoi_remove(w, 9), 0);
+  assert_int_equal(aoi_remove(w, 10), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  expect_mended(w);
+  uint32_t at = w->released_head, was = w->released[at];
+  uint32_t live = aoi__live_handle(w, 11);
+  w->released[at] = live; /* a live handle listed as released */
+  char subject[64];
+  snprintf(subject, sizeof(subject), "released 0: handle %u", live);
+  expect_failure(w, "dead", subject);
+  uint32_t next = w->released[(at + 1) % w->handle_capacity];
+  w->released[at] = next; /* a handle listed twice */
+  snprintf(subject, sizeof(subject), "released 1: handle %u", next);
+  expect_failure(w, "once", subject);
+  w->released[at] = was;
+  expect_mended(w);
+  aoi_destroy(w);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -181,6 +204,7 @@ int main(void)
       cmocka_unit_test(test_view_order),
       cmocka_unit_test(test_live_count),
       cmocka_unit_test(test_record_count),
+      cmocka_unit_test(test_released_ring),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
