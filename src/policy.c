@@ -38,6 +38,7 @@ static inline void swap_picks(aoi__pick *p, uint32_t i, uint32_t j)
    pivots. */
 static void select_nearest(aoi__pick *p, uint32_t n, uint32_t k)
 {
+  AOI__ASSERT(0 < k && k < n);
   uint32_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
   while (hi - lo > 1) {
     /* median of three as the pivot, moved to the end */
@@ -149,6 +150,7 @@ static bool add_pick_at(aoi__worker *k, const aoi__entity *e, uint32_t h,
     return true;
   if (!reserve_pick(k, *n))
     return false;
+  AOI__ASSERT(*n < k->pick_capacity && h < w->handle_capacity);
   aoi__pick *p = &k->picks[(*n)++];
   p->id = id;
   p->handle = h;
@@ -186,6 +188,7 @@ static inline bool own_marker(const aoi_world *w, const aoi__entity *e,
    never be among the nearest, however many more come. */
 static uint32_t keep_nearest(aoi__worker *k, uint32_t n, uint32_t cap)
 {
+  AOI__ASSERT(cap > 0 && n <= k->pick_capacity);
   if (n <= cap)
     return n;
   select_nearest(k->picks, n, cap);
@@ -354,6 +357,7 @@ static bool picks_to_enters(aoi__worker *k, uint32_t n, uint32_t *ne,
     }
     if (!aoi__reserve_candidate(k, enters))
       return false;
+    AOI__ASSERT(!aoi__is_member(k, p->handle));
     k->candidates[enters++] = (aoi__candidate){p->id, p->handle};
   }
   *ne = enters;
@@ -464,6 +468,8 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
                         const aoi__grid *fine, const uint32_t *appeals,
                         uint32_t nappeals, bool any_appeal, uint64_t tick)
 {
+  AOI__ASSERT(e->cap > 0 && (e->flags & AOI_WATCHER));
+  AOI__ASSERT(appeals != NULL || nappeals == 0);
   aoi__view *view = &e->view;
   for (uint32_t i = 0; i < view->count; i++)
     aoi__set_member(k, view->handles[i]);
@@ -475,6 +481,7 @@ int aoi__compute_capped(aoi__worker *k, aoi__entity *e, const aoi__grid *g,
 
 int aoi__compute_capped_far(aoi__worker *k, aoi__entity *e, uint64_t tick)
 {
+  AOI__ASSERT(e->cap > 0 && (e->flags & AOI_WATCHER));
   aoi__view *view = &e->view;
   for (uint32_t i = 0; i < view->count; i++)
     aoi__set_member(k, view->handles[i]);
