@@ -116,6 +116,12 @@ static inline bool aoi__bands(const struct aoi_world *w)
 
 /* ---- host side ---------------------------------------------------------- */
 
+/* Whether an aoi_deliver runs now, on any thread. */
+static inline bool aoi__delivering(const struct aoi_world *w)
+{
+  return atomic_load_explicit(&w->delivering, memory_order_acquire) != 0;
+}
+
 /* The check every public call on a world makes right after its NULL
    checks (aoi.h, rules 2-4): AOI_EBUSY while a tick is in flight or any
    aoi_deliver runs (which covers a call from a delivery callback), else
@@ -123,10 +129,7 @@ static inline bool aoi__bands(const struct aoi_world *w)
    as a load can see it; the callback case is caught always. */
 static inline int aoi__busy(const struct aoi_world *w)
 {
-  if (w->in_flight ||
-      atomic_load_explicit(&w->delivering, memory_order_acquire) != 0)
-    return AOI_EBUSY;
-  return 0;
+  return w->in_flight || aoi__delivering(w) ? AOI_EBUSY : 0;
 }
 
 /* submit.c: the handle tables, the op records and their queues. */
@@ -187,7 +190,6 @@ int aoi__segments_settle(struct aoi_world *world);
 void aoi__segments_assign(struct aoi_world *world);
 
 /* ---- worker side -------------------------------------------------------- */
-
 
 /* worker.c: the worker threads, the batches between them, a tick's steps. */
 void *aoi__worker_main(void *arg);

@@ -162,11 +162,12 @@ static uint32_t released_at(const aoi_world *w, int64_t i)
 }
 
 /* Makes sure one more handle can be taken. A retired handle (its
-   generations ran out: aoi_remove) that reaches the head of the free
-   handles leaves the ring for good. */
+   generations ran out: aoi_remove) is released like any other, and leaves
+   the ring for good when it reaches the head of the free handles. */
 static int reserve_handle(aoi_world *w)
 {
-  while (w->free_count > 0 && w->generation[w->released[w->released_head]] == 0) {
+  while (w->free_count > 0 &&
+         w->generation[w->released[w->released_head]] == 0) {
     w->released_head = released_at(w, 1);
     w->free_count--;
   }
@@ -245,7 +246,7 @@ static uint32_t take_handle(aoi_world *w)
     uint32_t h = w->released[w->released_head];
     w->released_head = released_at(w, 1);
     w->free_count--;
-    AOI__ASSERT(w->generation[h] != 0); /* (retired ones are not released) */
+    AOI__ASSERT(w->generation[h] != 0); /* (reserve_handle drops retired ones) */
     return h;
   }
   AOI__ASSERT(w->handle_count < w->handle_capacity);
@@ -714,11 +715,9 @@ int aoi_remove(aoi_world *w, uint64_t id)
     /* Added since the last tick: no tick, no view, no query has seen it,
        so the add and the remove cancel out and the handle is free now. */
     cancel_record(w, h, shard);
-    if (w->generation[h] != 0) {
-      w->released_head = released_at(w, -1);
-      w->released[w->released_head] = h;
-      w->free_count++;
-    }
+    w->released_head = released_at(w, -1);
+    w->released[w->released_head] = h;
+    w->free_count++;
     return 0;
   }
   /* Whatever else the record held is moot now; where it stood at the end of

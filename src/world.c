@@ -192,7 +192,7 @@ static unsigned online_cores(void)
 
 static void world_free(aoi_world *w)
 {
-  AOI__ASSERT(atomic_load(&w->delivering) == 0); /* (aoi_destroy) */
+  AOI__ASSERT(!aoi__delivering(w)); /* (aoi_destroy) */
   const aoi_allocator *a = &w->allocator;
   if (w->in_flight)
     (void)aoi_tick_end(w);
@@ -434,7 +434,7 @@ int aoi_destroy(aoi_world *world)
   if (world == NULL)
     return 0;
   /* A tick in flight is waited for (world_free); a delivery cannot be. */
-  if (atomic_load_explicit(&world->delivering, memory_order_acquire) != 0)
+  if (aoi__delivering(world))
     return AOI_EBUSY;
   world_free(world);
   return 0;
