@@ -21,9 +21,14 @@
  *     other call returns AOI_EBUSY.
  *  4. A delivery callback must not call into its world: such a call
  *     returns AOI_EBUSY and changes nothing.
- *  5. Different worlds are independent. aoi_version, aoi_version_string,
- *     aoi_strerror and aoi_config_default may be called from any thread,
- *     and aoi_delivery_segments at any time while the world lives.
+ *  5. Different worlds are independent, also when they share a pool: each
+ *     may have its own host thread. aoi_version, aoi_version_string,
+ *     aoi_strerror, aoi_config_default and aoi_pool_config_default may be
+ *     called from any thread, and aoi_delivery_segments and
+ *     aoi_pool_threads at any time while the world or pool lives.
+ *  6. A pool is shared: aoi_create and aoi_destroy of its worlds, and their
+ *     ticks, may run on any threads at once. aoi_pool_destroy is called
+ *     once its worlds are destroyed (else AOI_EBUSY).
  *
  * Errors: a call returns 0 or a negative AOI_E* code. One that fails
  * changes nothing and writes no out-parameter, except where its comment
@@ -82,7 +87,8 @@ AOI_EXPORT const char *aoi_version_string(void);
                             > max_radius                                 */
 #define AOI_EFLAGS (-7)  /* flags are neither watcher nor marker, or unknown bits */
 #define AOI_ESYS (-8)    /* the system refused a thread or a sync object */
-#define AOI_EBUSY (-9)   /* a tick or a delivery is under way (rules 2-4) */
+#define AOI_EBUSY (-9)   /* a tick or a delivery is under way (rules 2-4),
+                            or a pool still has worlds (rule 6)          */
 
 /* The name and meaning of an error code ("AOI_ENOENT: no such entity");
    never NULL. */
@@ -112,6 +118,51 @@ typedef struct aoi_allocator {
   void *user;
 } aoi_allocator;
 
+/*
+ * Where a world's ticks run (aoi_config.run). Each tick is split into
+ * tasks: a small world's whole tick is one; a large one's is a task per
+ * lane and step (docs/design.md, "Pools"). Events are the same whichever
+ * way a world runs, on however many threads.
+ */
+typedef enum aoi_run {
+  /* On threads of its own: aoi_create starts `threads` of them (a private
+     pool) and aoi_destroy stops them. The default. */
+  AOI_RUN_OWN = 0,
+  /* On the threads of aoi_config.pool, shared with the other worlds on
+     it; the world starts no thread. */
+  AOI_RUN_POOL = 1,
+  /* On the thread that ticks it: aoi_tick, aoi_tick_begin and
+     aoi_tick_many run the whole tick before they return, and the world
+     starts no thread. For hosts with a job system of their own; worlds
+     may tick at once on different threads (rule 5). */
+  AOI_RUN_CALLER = 2
+} aoi_run;
+
+/* A pool of threads that ticks the worlds on it (AOI_RUN_POOL). */
+typedef struct aoi_pool aoi_pool;
+
+typedef struct aoi_pool_config {
+  /* Threads; 0 = one per online core. At most 256. */
+  unsigned threads;
+  /* 1: bind thread i to the i-th CPU the creating thread may run on
+     (Linux only; elsewhere AOI_EINVAL). Default 0. */
+  unsigned pin_threads;
+  /* Allocator hooks for the pool itself, copied; NULL = malloc. */
+  const aoi_allocator *allocator;
+} aoi_pool_config;
+
+/* Fills `config` with the defaults above. */
+AOI_EXPORT void aoi_pool_config_default(aoi_pool_config *config);
+/* Creates a pool and starts its threads, writing it to *out. Errors:
+   AOI_EINVAL (NULL, or a value out of range), AOI_ENOMEM, AOI_ESYS. */
+AOI_EXPORT int aoi_pool_create(const aoi_pool_config *config,
+                               aoi_pool **out);
+/* Stops the threads and frees the pool. Returns 0 (also for NULL), or
+   AOI_EBUSY while a world is on it, and then frees nothing. */
+AOI_EXPORT int aoi_pool_destroy(aoi_pool *pool);
+/* The pool's thread count; 0 for NULL. */
+AOI_EXPORT unsigned aoi_pool_threads(const aoi_pool *pool);
+
 /* A distance band for move events (aoi_config.move_bands). */
 typedef struct aoi_move_band {
   float distance;  /* beyond this distance (>= 0, finite) ...           */
@@ -123,10 +174,18 @@ typedef struct aoi_move_band {
 /* A world's configuration; docs/usage.md has one line a field and how to
    choose them. Start from aoi_config_default. */
 typedef struct aoi_config {
-  /* Worker threads; 0 = one per online core. At most 256. */
+  /* Where its ticks run (aoi_run); default AOI_RUN_OWN. */
+  aoi_run run;
+  /* The pool of AOI_RUN_POOL; must be NULL otherwise. */
+  aoi_pool *pool;
+  /* Lanes: how many threads one tick of this world may use at once. Each
+     lane owns the shards i % threads and is one delivery segment. 0 = one
+     per online core (AOI_RUN_OWN, which starts this many threads), the
+     pool's thread count (AOI_RUN_POOL), or 1 (AOI_RUN_CALLER). At most
+     256. */
   unsigned threads;
-  /* Spatial shards; 0 = one per thread. At most 4096. Shard i is owned by
-     worker i % threads. */
+  /* Spatial shards; 0 = one per lane. At most 4096. Shard i is owned by
+     lane i % threads. */
   unsigned shards;
   /* Bounds hint for the first shard layout; entities outside are still
      accepted. Ignored when min >= max on an axis. Default (0,0)-(1000,1000). */
@@ -152,8 +211,11 @@ typedef struct aoi_config {
   aoi_move_band move_bands[AOI_MAX_MOVE_BANDS];
   unsigned move_band_count;
   /* 1: bind worker i to the i-th CPU the creating thread may run on
-     (Linux only; elsewhere AOI_EINVAL). Default 0. */
+     (AOI_RUN_OWN on Linux only; elsewhere AOI_EINVAL). Default 0. */
   unsigned pin_threads;
+  /* 1: time every task of a tick on its thread's CPU clock, for
+     aoi_stats.work_ns and span_ns (two clock reads a task). Default 0. */
+  unsigned measure_cpu;
   /* Allocator hooks, copied at create; NULL = malloc and free. */
   const aoi_allocator *allocator;
 } aoi_config;
@@ -163,13 +225,15 @@ AOI_EXPORT void aoi_config_default(aoi_config *config);
 
 typedef struct aoi_world aoi_world;
 
-/* Creates a world and starts its worker threads, writing it to *out.
-   Errors: AOI_EINVAL (NULL, or a config value out of range), AOI_ENOMEM,
-   AOI_ESYS (threads could not be started). */
+/* Creates a world, and for AOI_RUN_OWN starts its threads, writing it to
+   *out. Errors: AOI_EINVAL (NULL, a config value out of range, a pool
+   without AOI_RUN_POOL or the reverse), AOI_ENOMEM, AOI_ESYS (threads
+   could not be started). */
 AOI_EXPORT int aoi_create(const aoi_config *config, aoi_world **out);
 
-/* Stops the workers and frees everything, undelivered events included;
-   waits for a tick in flight. Returns 0 (also for NULL), or AOI_EBUSY
+/* Stops the world's own threads (AOI_RUN_OWN) and frees everything,
+   undelivered events included; waits for its tick in flight. Other worlds
+   on the same pool tick on undisturbed. Returns 0 (also for NULL), or AOI_EBUSY
    while a delivery runs (rules 2 and 4), and then frees nothing. */
 AOI_EXPORT int aoi_destroy(aoi_world *world);
 
@@ -285,6 +349,29 @@ AOI_EXPORT int aoi_tick_poll(aoi_world *world);
    AOI_EINVAL when no tick is in flight. */
 AOI_EXPORT int aoi_tick_end(aoi_world *world);
 
+/* Ticks worlds[0] .. worlds[n - 1], each exactly as aoi_tick would: a
+   world's events are the same as if it were ticked alone. Worlds on a
+   pool (AOI_RUN_POOL, or AOI_RUN_OWN's private one) tick on their pools'
+   threads at once: a small world is one task, and a large one a task per
+   lane, so that one wake-up serves many worlds and every thread stays
+   busy until the last world is done. AOI_RUN_CALLER worlds tick in turn
+   on the calling thread meanwhile. Writes each world's result to
+   results[i] (what aoi_tick would return) and returns 0 when all are 0,
+   else the first failing one. Refused, ticking nothing and writing
+   nothing: AOI_EINVAL (worlds or results NULL with n > 0, a NULL world,
+   a world listed twice), then AOI_EBUSY (a world with a tick in flight or
+   a delivery running). */
+AOI_EXPORT int aoi_tick_many(aoi_world *const *worlds, size_t n,
+                             int *results);
+/* aoi_tick_many in two halves: starts every world's tick, with the same
+   checks (0, AOI_EINVAL or AOI_EBUSY), and returns. Each world is then in
+   flight (rule 3) until aoi_tick_end of it, or aoi_tick_many_end. */
+AOI_EXPORT int aoi_tick_many_begin(aoi_world *const *worlds, size_t n);
+/* aoi_tick_end of every world, results as aoi_tick_many's; AOI_EINVAL
+   (and nothing waited for) when a world has no tick in flight. */
+AOI_EXPORT int aoi_tick_many_end(aoi_world *const *worlds, size_t n,
+                                 int *results);
+
 /* Event kinds, in their output order within one watcher and one tick. */
 typedef enum aoi_event_kind {
   AOI_LEAVE = 0,
@@ -360,7 +447,7 @@ enum {
 /* Statistics of the last tick. */
 typedef struct aoi_stats {
   uint64_t tick;        /* ticks completed */
-  unsigned threads;     /* worker threads */
+  unsigned threads;     /* lanes (aoi_config.threads) */
   unsigned shards;      /* spatial shards */
   uint64_t entities;    /* live entities after the tick */
   uint64_t watchers;    /* live watchers after the tick */
@@ -371,6 +458,12 @@ typedef struct aoi_stats {
   uint64_t tick_ns;     /* wall time of the tick */
   /* Wall time of each phase: the slowest worker's. */
   uint64_t phase_ns[AOI_PHASE_COUNT];
+  /* With aoi_config.measure_cpu, else 0: the tick's CPU time on every
+     thread together (work), and the sum over the phases of the slowest
+     lane's CPU time, plus the serial part before and after them (span).
+     On as many free cores as lanes, a tick takes about span_ns; on one,
+     about work_ns. */
+  uint64_t work_ns, span_ns;
   /* Owned entities per shard after the tick, `shards` entries; borrowed,
      valid until the next aoi_tick or aoi_destroy. */
   const uint32_t *shard_entities;

@@ -5,9 +5,10 @@
  * and the tests both the host and the workers make). The types they work
  * on are in types.h, below it; who owns what, and when, is written there.
  *
- *   host thread, between ticks          each worker, on its own shards
+ *   host thread, between ticks          each lane, on its own shards
  *   submit.c   ops -> queued records
- *   tick.c     begin / poll / end  -->  worker.c   threads, batches, steps
+ *   tick.c     begin / poll / end  -->  worker.c   batches, steps
+ *              tasks on a pool (pool.c)
  *   rebalance.c new shard cuts          apply.c    1. records, handoffs
  *                                       exchange.c 2. ghosts
  *                                       compute.c  3. views -> events
@@ -24,8 +25,8 @@
  * go down, so the files form a stack and each can be read without those
  * above it:
  *
- *   world.c    -> submit.c tick.c worker.c outbox.c
- *   tick.c     -> rebalance.c worker.c outbox.c check.c
+ *   world.c    -> submit.c tick.c worker.c outbox.c pool.c
+ *   tick.c     -> rebalance.c worker.c outbox.c check.c pool.c
  *   submit.c   -> outbox.c
  *   query.c    -> view.c
  *   worker.c   -> apply.c exchange.c compute.c view.c
@@ -34,6 +35,7 @@
  *   push.c     -> view.c
  *   policy.c   -> view.c
  *   apply.c    -> view.c
+ *   pool.c     -> sync.c
  *   every file -> alloc.c grid.c idmap.c ring.c sync.c, the bottom, which
  *                 call only alloc.c (and ring.c the stress points in sync.c)
  */
@@ -189,18 +191,20 @@ int aoi__segments_settle(struct aoi_world *world);
    segment. Cannot fail (the lists hold a handle capacity). */
 void aoi__segments_assign(struct aoi_world *world);
 
+/* tick.c: sets the tasks a world's ticks are cut into (aoi_create). */
+void aoi__tick_tasks_init(struct aoi_world *world);
+
 /* ---- worker side -------------------------------------------------------- */
 
-/* worker.c: the worker threads, the batches between them, a tick's steps. */
-void *aoi__worker_main(void *arg);
-/* Runs a tick on the host thread, every worker's steps in turn, while the
-   workers sleep. Host only, with the queues on the op rings. */
+/* worker.c: a lane's steps of a tick and the batches between lanes. */
+/* Runs lane k's step `step` (AOI_PHASE_*) of the tick, timing it: every
+   lane must have finished the step before. */
+void aoi__lane_step(aoi__worker *k, uint32_t step,
+                    const aoi__tick_command *cmd);
+/* Runs a tick on one thread, every lane's steps in turn, with the queues
+   on the op rings. */
 void aoi__tick_on_host(struct aoi_world *world,
                        const aoi__tick_command *cmd);
-/* Runs worker 0's share of a tick on the host thread, while the other
-   workers run theirs and worker 0's thread sleeps (a blocking tick). Host
-   only, after the others have their commands. */
-void aoi__tick_share(struct aoi_world *world, const aoi__tick_command *cmd);
 void aoi__shard_free(const aoi_allocator *a, aoi__shard *shard, bool told);
 void aoi__worker_free(const aoi_allocator *a, aoi__worker *worker,
                       unsigned threads, unsigned shards);

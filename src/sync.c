@@ -71,27 +71,33 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen)
                 NULL, 0);
 }
 
-static void futex_wake_all(_Atomic uint32_t *word)
+static void futex_wake(_Atomic uint32_t *word, int count)
 {
-  (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX,
-                NULL, NULL, 0);
+  (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL,
+                NULL, 0);
 }
 #endif
 
-void aoi__bell_ring(aoi__bell *bell)
+void aoi__bell_ring_some(aoi__bell *bell, uint32_t count)
 {
   /* seq_cst pair with aoi__bell_wait: either the waiter sees the new
      sequence, or this load sees the waiter counted as a sleeper */
   atomic_fetch_add(&bell->sequence, 1);
   if (atomic_load(&bell->sleepers) != 0) {
 #ifdef __linux__
-    futex_wake_all(&bell->sequence);
+    futex_wake(&bell->sequence, count > INT_MAX ? INT_MAX : (int)count);
 #else
+    (void)count; /* (a spurious wake-up costs a look at the rings) */
     pthread_mutex_lock(&bell->mutex);
     pthread_cond_broadcast(&bell->cond);
     pthread_mutex_unlock(&bell->mutex);
 #endif
   }
+}
+
+void aoi__bell_ring(aoi__bell *bell)
+{
+  aoi__bell_ring_some(bell, UINT32_MAX);
 }
 
 static inline void cpu_relax(void)
@@ -163,4 +169,16 @@ uint64_t aoi__now_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t aoi__cpu_ns(void)
+{
+#ifdef CLOCK_THREAD_CPUTIME_ID
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#else
+  return 0;
+#endif
 }

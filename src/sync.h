@@ -28,7 +28,12 @@ typedef struct aoi__bell {
 int aoi__bell_init(aoi__bell *bell);
 void aoi__bell_destroy(aoi__bell *bell);
 uint32_t aoi__bell_read(aoi__bell *bell);
+/* Wakes every sleeper. */
 void aoi__bell_ring(aoi__bell *bell);
+/* Wakes at least `count` sleepers, or all if fewer sleep. A waiter that
+   sleeps on may see the new sequence later: it must look for work again
+   after any wake-up, and wakers must ring for all they leave undone. */
+void aoi__bell_ring_some(aoi__bell *bell, uint32_t count);
 /* Waits until the sequence is no longer `seen`, spinning bell->spin_ns
    first. */
 void aoi__bell_wait(aoi__bell *bell, uint32_t seen);
@@ -37,5 +42,8 @@ void aoi__bell_wait_for(aoi__bell *bell, uint32_t seen, uint32_t spin_ns);
 
 /* The monotonic clock, in nanoseconds. */
 uint64_t aoi__now_ns(void);
+/* The calling thread's CPU time, in nanoseconds (0 where there is no
+   such clock). */
+uint64_t aoi__cpu_ns(void);
 
 #endif /* AOI_SYNC_H */

@@ -1,28 +1,29 @@
 /*
- * tick.c: the host's part of a tick: aoi_tick_begin, aoi_tick_poll,
- * aoi_tick_end and aoi_tick.
+ * tick.c: a tick's course: aoi_tick_begin, aoi_tick_poll, aoi_tick_end,
+ * aoi_tick and aoi_tick_many, and the tasks a tick is cut into.
  *
- * aoi_tick_begin (tick_begin) settles the last tick's undelivered events
- * into their outboxes (outbox.c), reserves everything the apply step can
- * add (so that no operation can be lost inside the tick), makes the tags
- * set since the last tick the ones its events carry, moves the shard cuts
+ * A tick starts (start) on the host thread, or for aoi_tick_many on a pool
+ * thread: it settles the last tick's undelivered events into their
+ * outboxes (outbox.c), reserves everything the apply step can add (so
+ * that no operation can be lost inside the tick), makes the tags set
+ * since the last tick the ones its events carry, moves the shard cuts
  * when rebalance.c plans it, and fills the tick command: the ghost reach
  * and the cell size follow the live watchers' radii and appeals; whether
  * the tick leaves departures follows how many entities changed; the far
  * reach, whether a few watchers see far. Then it pushes each shard's
- * queue onto its ring and hands each worker the command through its
- * control ring (worker.c), or runs a small tick on the host thread
- * itself, or, when nothing changed, none at all. In a blocking tick
- * (aoi_tick) the host runs worker 0's share itself.
+ * queue onto its ring, and either skips a tick with nothing to do, runs a
+ * small one on the thread at hand (every lane's steps in turn), or hands
+ * the lanes to the pool: a task per lane for each of the three steps
+ * (worker.c), the last lane to finish a step pushing the next one's.
  *
- * aoi_tick_end sleeps on the host bell until every worker has reported
- * through its done ring. After that the workers are idle again and the
- * host owns everything: it empties the queues, sums what the workers
- * reported, frees the handles removed before the last tick, hands each
- * segment the backlog watchers it delivers (outbox.c), gives back what a
- * burst made the arrays grow, and publishes the statistics. Where
- * AOI_CHECK_INVARIANTS is defined it then walks the world's invariants
- * (check.c).
+ * The last lane of the last step finishes the tick (finish): it empties
+ * the queues, sums what the lanes reported, frees the handles removed
+ * before the last tick, hands each segment the backlog watchers it
+ * delivers (outbox.c), gives back what a burst made the arrays grow, and
+ * publishes the statistics. Where AOI_CHECK_INVARIANTS is defined it then
+ * walks the world's invariants (check.c). Then it counts the tick done in
+ * the host's job (pool.h), its last touch of the world; aoi_tick_end
+ * waits for that.
  */
 #include "internal.h"
 #include "stress.h"
@@ -252,18 +253,18 @@ static bool tick_is_idle(const aoi_world *w, bool relayout)
          w->command.ghost_reach == w->last_ghost_reach;
 }
 
-/* Skips an idle tick: the workers sleep on, and aoi_tick_end counts the
-   tick with what they reported last (no handoff, no event, no time). */
+/* Skips an idle tick: the tick counts with no handoff, no event and no
+   time. */
 static void skip_tick(aoi_world *w)
 {
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     k->handoffs = k->events_made = 0;
     memset(k->phase_ns, 0, sizeof(k->phase_ns));
+    memset(k->cpu_ns, 0, sizeof(k->cpu_ns));
   }
   for (unsigned s = 0; s < w->shard_count; s++)
     w->shards[s].compute_ns = 0;
-  w->workers_done = w->threads;
 }
 
 /* Hands each shard its queue through its op ring. */
@@ -276,74 +277,53 @@ static void push_queues(aoi_world *w)
       ; /* holds 3; at most one queue is ever on it */
 }
 
-/* Whether the host thread runs the tick itself. A small world with a few
-   changes is cheaper to tick here than to wake the workers for: a wake-up
-   and the batches between them cost more than the tick itself (a tick
-   costs about 50 ns per entity and a few us per changed one; a wake-up
-   tens of us). So is any tick the host would only wait for, alone with
-   its one worker. */
-static bool runs_on_host(const aoi_world *w, bool blocking)
+/* Whether the thread that starts the tick runs it whole. A small world
+   with a few changes is cheaper to tick here than to wake threads for: a
+   wake-up and the batches between lanes cost more than the tick itself
+   (a tick costs about 50 ns per entity and a few us per changed one; a
+   wake-up tens of us). So is any tick of one lane that this thread would
+   only wait for (`alone`), and every tick without a pool. */
+static bool runs_here(const aoi_world *w, bool alone)
 {
-  return w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
-         (blocking && w->threads == 1 && w->inline_single);
+  return w->pool == NULL ||
+         w->live + 16 * (uint64_t)w->records <= w->inline_cost ||
+         (alone && w->threads == 1 && w->inline_single);
 }
 
-/* Hands every worker the command and rings its bell. In a blocking tick
-   the host runs worker 0's share itself: it would only wait, and a
-   wake-up fewer leaves the OS one thread fewer to place, so that it
-   cannot put two workers on one core while the host's idles. */
-static void start_workers(aoi_world *w, bool blocking)
-{
-  AOI__ASSERT(w->in_flight && !w->command.on_host);
-  bool share = blocking && w->host_share;
-  for (unsigned i = share ? 1 : 0; i < w->threads; i++) {
-    aoi__worker *k = &w->workers[i];
-    AOI__STRESS();
-    while (aoi__ring_push(k->control, &w->command) != 0)
-      ; /* holds 3; at most one command is ever in flight */
-    aoi__bell_ring(&k->bell);
-  }
-  w->workers_done = 0;
-  if (share) {
-    aoi__tick_share(w, &w->command);
-    w->workers_done = 1; /* worker 0's, which makes no report */
-  }
-}
+/* How a started tick goes on (start). */
+enum { GO_IDLE, GO_HERE, GO_LANES };
 
-/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
-static int tick_begin(aoi_world *w, bool blocking)
+/* The start of a tick, up to where its steps run: 0 and how they run, or
+   AOI_ENOMEM, and then nothing was applied. `alone`: this thread would
+   only wait for the tick (runs_here). */
+static int start(aoi_world *w, bool alone, int *how)
 {
-  if (w == NULL)
-    return AOI_EINVAL;
-  int rc = aoi__busy(w);
-  if (rc != 0)
-    return rc;
+  bool cpu = w->config.measure_cpu != 0;
+  uint64_t c0 = cpu ? aoi__cpu_ns() : 0;
   uint64_t started = aoi__now_ns();
   bool relayout = aoi__plan_relayout(w);
   /* The last tick's undelivered events move to their outboxes, so that the
-     workers can reuse the segments (and the marks can change). */
+     lanes can reuse the segments (and the marks can change). */
+  int rc;
   if ((rc = aoi__segments_settle(w)) != 0 ||
       (rc = reserve_for_tick(w, relayout)) != 0)
     return rc;
-  /* From here on nothing can fail before the workers run. */
+  /* From here on nothing can fail before the lanes run. */
   apply_tags(w);
   if (relayout)
     aoi__commit_relayout(w);
   plan_command(w, relayout);
-  w->in_flight = true;
   w->tick_started = started;
-  if (tick_is_idle(w, relayout)) {
+  w->skipped = tick_is_idle(w, relayout);
+  if (w->skipped) {
     skip_tick(w);
-    return 0;
+    *how = GO_IDLE;
+  } else {
+    push_queues(w);
+    w->command.on_host = runs_here(w, alone);
+    *how = w->command.on_host ? GO_HERE : GO_LANES;
   }
-  push_queues(w);
-  w->command.on_host = runs_on_host(w, blocking);
-  if (w->command.on_host) {
-    aoi__tick_on_host(w, &w->command);
-    w->workers_done = w->threads;
-    return 0;
-  }
-  start_workers(w, blocking);
+  w->serial_cpu_ns = cpu ? aoi__cpu_ns() - c0 : 0;
   return 0;
 }
 
@@ -446,18 +426,26 @@ static int sum_results(aoi_world *w)
   memset(st->phase_ns, 0, sizeof(st->phase_ns));
   st->ghosts = st->handoffs = st->events = 0;
   w->lagging = false;
+  uint64_t span[AOI_PHASE_COUNT] = {0};
+  st->work_ns = st->span_ns = 0;
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__worker *k = &w->workers[i];
     if (k->error != 0)
       rc = k->error;
-    for (int p = 0; p < AOI_PHASE_COUNT; p++)
+    for (int p = 0; p < AOI_PHASE_COUNT; p++) {
       if (k->phase_ns[p] > st->phase_ns[p])
         st->phase_ns[p] = k->phase_ns[p];
+      if (k->cpu_ns[p] > span[p])
+        span[p] = k->cpu_ns[p];
+      st->work_ns += k->cpu_ns[p];
+    }
     st->ghosts += k->ghosts;
     st->handoffs += k->handoffs;
     st->events += k->events_made;
     w->lagging |= k->lagging > 0;
   }
+  for (int p = 0; p < AOI_PHASE_COUNT; p++)
+    st->span_ns += span[p];
   return rc;
 }
 
@@ -492,17 +480,141 @@ static void publish_stats(aoi_world *w)
   st->tick = w->tick;
   st->entities = w->live;
   st->watchers = w->watchers;
-  st->tick_ns = aoi__now_ns() - w->tick_started;
+  st->tick_ns = w->skipped ? 0 : aoi__now_ns() - w->tick_started;
+  st->work_ns += w->serial_cpu_ns;
+  st->span_ns += w->serial_cpu_ns;
 }
 
-/* Takes the done reports that have arrived; true when all have. */
-static bool collect_done(aoi_world *w)
+/* The end of a tick, once every lane has finished its steps: the lanes'
+   results collected, the arrays recycled, the stats published. */
+static void finish(aoi_world *w)
 {
-  for (unsigned i = 0; i < w->threads; i++)
-    while (aoi__ring_pop(w->workers[i].done) != NULL)
-      w->workers_done++;
-  AOI__ASSERT(w->workers_done <= w->threads); /* one report a worker */
-  return w->workers_done == w->threads;
+  bool cpu = w->config.measure_cpu != 0;
+  uint64_t c0 = cpu ? aoi__cpu_ns() : 0;
+  w->tick++;
+  end_queues(w);
+  int rc = sum_results(w);
+  release_handles(w, rc);
+  aoi__segments_assign(w);
+  shrink_arrays(w);
+  w->last_ghost_reach = w->command.ghost_reach;
+  if (cpu)
+    w->serial_cpu_ns += aoi__cpu_ns() - c0;
+  publish_stats(w);
+#ifdef AOI_CHECK_INVARIANTS
+  aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
+#endif
+  w->tick_rc = rc;
+}
+
+/* Counts the tick done in the job the host waits on: the last touch of
+   the world by a thread of its pool. */
+static void complete(aoi_world *w)
+{
+  aoi__job_done(w->job);
+}
+
+/* ---- the tasks ---------------------------------------------------------- */
+
+/* Runs lane k's step, and while this lane is the last to finish a step,
+   the next one: it pushes the other lanes' tasks of that step and runs
+   lane 0's itself. The last lane of the last step finishes the tick. */
+static void run_lanes(aoi_world *w, aoi__worker *k);
+
+/* Starts step w->step: every lane from `from` on gets its task on the
+   pool, ahead of what waits there. */
+static void push_lanes(aoi_world *w, unsigned from)
+{
+  atomic_store(&w->lanes_left, w->threads);
+  if (from >= w->threads)
+    return;
+  for (unsigned i = from; i + 1 < w->threads; i++)
+    w->workers[i].task.next = &w->workers[i + 1].task;
+  aoi__pool_push(w->pool, &w->workers[from].task,
+                 &w->workers[w->threads - 1].task, w->threads - from, true);
+}
+
+static void run_lanes(aoi_world *w, aoi__worker *k)
+{
+  for (;;) {
+    aoi__lane_step(k, w->step, &w->command);
+    if (atomic_fetch_sub(&w->lanes_left, 1) != 1)
+      return; /* another lane goes on: w is not ours to touch */
+    if (w->step == AOI_PHASE_COMPUTE) {
+      finish(w);
+      complete(w);
+      return;
+    }
+    w->step++;
+    push_lanes(w, 1);
+    k = &w->workers[0];
+  }
+}
+
+static void lane_task(aoi__task *t)
+{
+  aoi__worker *k = (aoi__worker *)((char *)t - offsetof(aoi__worker, task));
+  run_lanes(k->world, k);
+}
+
+/* Goes on with a started tick: skips it, runs it here, or hands its
+   lanes to the pool (running lane 0's first step here when `share`). */
+static void go(aoi_world *w, int how, bool share)
+{
+  if (how == GO_LANES) {
+    w->step = AOI_PHASE_APPLY;
+    push_lanes(w, share ? 1 : 0);
+    if (share)
+      run_lanes(w, &w->workers[0]);
+    return;
+  }
+  if (how == GO_HERE)
+    aoi__tick_on_host(w, &w->command);
+  finish(w);
+  complete(w);
+}
+
+/* A world's whole tick from its start, on a pool thread (aoi_tick_many). */
+static void start_task(aoi__task *t)
+{
+  aoi_world *w = (aoi_world *)((char *)t - offsetof(aoi_world, start));
+  int how;
+  int rc = start(w, true, &how);
+  if (rc != 0) {
+    w->tick_rc = rc; /* nothing applied; `tick` stays */
+    complete(w);
+    return;
+  }
+  go(w, how, true);
+}
+
+void aoi__tick_tasks_init(aoi_world *w)
+{
+  w->start.run = start_task;
+  for (unsigned i = 0; i < w->threads; i++) {
+    w->workers[i].task.run = lane_task;
+    w->workers[i].task.big = true;
+  }
+}
+
+/* ---- the host's calls --------------------------------------------------- */
+
+/* aoi_tick_begin; `blocking` when aoi_tick calls it. */
+static int tick_begin(aoi_world *w, bool blocking)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  int rc = aoi__busy(w);
+  if (rc != 0)
+    return rc;
+  int how;
+  if ((rc = start(w, blocking, &how)) != 0)
+    return rc;
+  w->in_flight = true;
+  w->job = &w->solo;
+  aoi__job_arm(&w->solo, 1);
+  go(w, how, blocking && w->host_share && w->own_pool);
+  return 0;
 }
 
 int aoi_tick_poll(aoi_world *w)
@@ -511,7 +623,7 @@ int aoi_tick_poll(aoi_world *w)
     return AOI_EINVAL;
   if (!w->in_flight) /* (a delivery runs only between ticks) */
     return aoi__busy(w) != 0 ? AOI_EBUSY : AOI_EINVAL;
-  return collect_done(w) ? 1 : 0;
+  return aoi__job_finished(w->job) ? 1 : 0;
 }
 
 int aoi_tick_end(aoi_world *w)
@@ -520,26 +632,9 @@ int aoi_tick_end(aoi_world *w)
     return AOI_EINVAL;
   if (!w->in_flight)
     return aoi__busy(w) != 0 ? AOI_EBUSY : AOI_EINVAL;
-  for (;;) {
-    uint32_t seen = aoi__bell_read(&w->host_bell);
-    if (collect_done(w))
-      break;
-    aoi__bell_wait(&w->host_bell, seen);
-  }
+  aoi__job_wait(w->job);
   w->in_flight = false;
-  w->tick++;
-  /* The workers are idle: collect, recycle, count. */
-  end_queues(w);
-  int rc = sum_results(w);
-  release_handles(w, rc);
-  aoi__segments_assign(w);
-  shrink_arrays(w);
-  w->last_ghost_reach = w->command.ghost_reach;
-  publish_stats(w);
-#ifdef AOI_CHECK_INVARIANTS
-  aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
-#endif
-  return rc;
+  return w->tick_rc;
 }
 
 int aoi_tick_begin(aoi_world *w)
@@ -551,4 +646,160 @@ int aoi_tick(aoi_world *w)
 {
   int rc = tick_begin(w, true);
   return rc != 0 ? rc : aoi_tick_end(w);
+}
+
+/* ---- many worlds -------------------------------------------------------- */
+
+/* A world whose start is taken alone (pool.h): its lanes, or its whole
+   tick, are a large task. */
+#define BIG_WORLD 4096u
+
+/* The checks of aoi_tick_many and aoi_tick_many_begin, in one pass that
+   marks every world listed: AOI_EINVAL, else AOI_EBUSY, else 0. A world
+   stays marked until begin_many (or, on an error, this) clears it. */
+static int check_many(aoi_world *const *worlds, size_t n)
+{
+  if ((n > 0 && worlds == NULL) || n > UINT32_MAX)
+    return AOI_EINVAL;
+  int rc = 0;
+  size_t marked = 0;
+  for (; marked < n; marked++) {
+    aoi_world *w = worlds[marked];
+    if (w == NULL || w->listed) {
+      rc = AOI_EINVAL;
+      break;
+    }
+    w->listed = true;
+    if (rc == 0)
+      rc = aoi__busy(w);
+  }
+  if (rc != 0)
+    for (size_t i = 0; i < marked; i++)
+      worlds[i]->listed = false;
+  return rc;
+}
+
+/* A run of start tasks for one pool, pushed in one go. */
+typedef struct chain {
+  aoi_pool *pool;
+  aoi__task *first, *last;
+  uint32_t count;
+} chain;
+
+static void chain_flush(chain *c)
+{
+  if (c->count > 0)
+    aoi__pool_push(c->pool, c->first, c->last, c->count, false);
+  c->count = 0;
+}
+
+static void chain_add(chain *c, aoi_world *w)
+{
+  if (c->count == 0)
+    c->first = &w->start;
+  else
+    c->last->next = &w->start;
+  c->last = &w->start;
+  c->pool = w->pool;
+  c->count++;
+}
+
+/* Starts every world of a checked list, and clears its mark: those on
+   pools as tasks counted in `job` (each in its own when NULL), pushed
+   to their pool a run at a time, large ones (a task alone, pool.h)
+   ahead of the small ones; those without a pool on this thread. */
+static void begin_many(aoi_world *const *worlds, size_t n, aoi__job *job)
+{
+  chain big = {0}, small = {0};
+  aoi_pool *pool = NULL;
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    w->listed = false;
+    w->in_flight = true;
+    w->job = job != NULL ? job : &w->solo;
+    if (job == NULL)
+      aoi__job_arm(&w->solo, 1);
+    if (w->pool == NULL)
+      continue;
+    if (w->pool != pool) {
+      chain_flush(&big); /* (worlds of one pool run in order) */
+      chain_flush(&small);
+      pool = w->pool;
+    }
+    w->start.big = w->threads > 1 || w->live > BIG_WORLD;
+    chain_add(w->start.big ? &big : &small, w);
+    if (small.count == UINT32_MAX || big.count == UINT32_MAX) {
+      chain_flush(&big);
+      chain_flush(&small);
+    }
+  }
+  chain_flush(&big);
+  chain_flush(&small);
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    if (w->pool != NULL)
+      continue;
+    int how;
+    int rc = start(w, true, &how);
+    if (rc != 0) {
+      w->tick_rc = rc;
+      complete(w);
+    } else {
+      go(w, how, false);
+    }
+  }
+}
+
+int aoi_tick_many(aoi_world *const *worlds, size_t n, int *results)
+{
+  if (n > 0 && results == NULL)
+    return AOI_EINVAL;
+  int rc = check_many(worlds, n);
+  if (rc != 0)
+    return rc;
+  aoi__job job;
+  if (aoi__job_init(&job, n > 0 && worlds[0]->pool != NULL
+                              ? worlds[0]->pool->host_spin_ns
+                              : 0) != 0) {
+    for (size_t i = 0; i < n; i++)
+      worlds[i]->listed = false;
+    return AOI_ESYS;
+  }
+  aoi__job_arm(&job, (uint32_t)n);
+  begin_many(worlds, n, &job);
+  aoi__job_wait(&job);
+  aoi__job_destroy(&job);
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    w->in_flight = false;
+    results[i] = w->tick_rc;
+    if (rc == 0)
+      rc = w->tick_rc;
+  }
+  return rc;
+}
+
+int aoi_tick_many_begin(aoi_world *const *worlds, size_t n)
+{
+  int rc = check_many(worlds, n);
+  if (rc != 0)
+    return rc;
+  begin_many(worlds, n, NULL);
+  return 0;
+}
+
+int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
+{
+  if (n > 0 && (worlds == NULL || results == NULL))
+    return AOI_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (worlds[i] == NULL || !worlds[i]->in_flight)
+      return AOI_EINVAL;
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    results[i] = aoi_tick_end(worlds[i]);
+    if (rc == 0)
+      rc = results[i];
+  }
+  return rc;
 }

@@ -40,6 +40,7 @@
 #include "grid.h"
 #include "idmap.h"
 #include "ring.h"
+#include "pool.h"
 #include "sync.h"
 
 /* View blocks (view.c): a view of up to AOI__VIEW_SLAB_MAX entries lives
@@ -453,7 +454,7 @@ typedef struct aoi__push {
   uint32_t qk, handle;
 } aoi__push;
 
-/* A worker: one thread, and its shards (shard s is worker s % threads's).
+/* A worker: one lane, and its shards (shard s is worker s % threads's).
    Its fields are its own while a tick runs; the host reads the results
    after it. The scratch is grouped by the step of a tick that uses it
    (worker.c runs them in this order); delivery uses none of it: the
@@ -461,13 +462,7 @@ typedef struct aoi__push {
 typedef struct aoi__worker {
   struct aoi_world *world;
   uint32_t index;
-  pthread_t thread;
-  bool started;
-  aoi__ring *control; /* host -> worker: tick commands */
-  aoi__ring *done;    /* worker -> host: tick finished */
-  aoi__bell bell;      /* rung by the host: a command */
-  aoi__bell peer_bell; /* rung by peers: a batch (the host waits on worker
-                          0's when it runs that worker's share: tick.c) */
+  aoi__task task; /* this lane's task of the step at hand (tick.c) */
 
   /* 1. apply (apply.c): the handoffs out, the watchers' radii handed off */
   aoi__batch *handoffs_out; /* one per peer worker */
@@ -549,9 +544,9 @@ typedef struct aoi__worker {
   void *view_chunks;
 
   /* 4. results, summed by aoi_tick_end (its events: world->segments[i]) */
-  uint64_t phase_started; /* when the phase being timed began */
   int error;              /* the first failure of the last tick */
   uint64_t phase_ns[AOI_PHASE_COUNT];
+  uint64_t cpu_ns[AOI_PHASE_COUNT]; /* with measure_cpu, else 0 */
   uint64_t handoffs, ghosts, events_made;
   uint64_t lagging; /* watchers left with a marker not told where it is */
   char guard[AOI__LINE]; /* (AOI__LINE) */
@@ -600,9 +595,30 @@ struct aoi_world {
   aoi__worker *workers;
   aoi__shard *shards;
   aoi__ring **peer; /* peer[from * threads + to] */
-  aoi__bell host_bell;
-  uint32_t idle_spin_ns; /* a worker's spin before it sleeps between ticks */
   aoi__tick_command command;
+
+  /* Where its ticks run (tick.c): its pool (NULL for AOI_RUN_CALLER),
+     its own or shared; the task that starts a tick on the pool; the job
+     the host waits on for a tick in flight (`solo`, or aoi_tick_many's);
+     the tick's result. aoi_tick_many reads these of every world, with
+     in_flight and delivering, so they share a cache line. */
+  struct {
+    struct aoi_pool *pool;
+    aoi__task start;
+    aoi__job *job;
+    int tick_rc;
+    bool in_flight; /* between aoi_tick_begin and aoi_tick_end */
+    bool listed;    /* seen in this aoi_tick_many's list */
+    bool own_pool;
+    /* aoi_deliver calls running now, on any thread: every other call is
+       refused while it is not 0 (aoi__busy). */
+    atomic_uint delivering;
+  };
+  aoi__job solo;
+  /* the step the lanes are at, and how many have yet to finish it */
+  uint32_t step;
+  _Atomic uint32_t lanes_left;
+  uint64_t serial_cpu_ns; /* with measure_cpu: before and after the steps */
 
   /* host side */
   aoi__idmap ids;
@@ -646,20 +662,16 @@ struct aoi_world {
   aoi__pending pending;
   uint32_t records; /* queued in all shards */
   uint64_t tick;
-  bool in_flight;         /* between aoi_tick_begin and aoi_tick_end */
-  /* aoi_deliver calls running now, on any thread: every other call is
-     refused while it is not 0 (aoi__busy). */
-  atomic_uint delivering;
   bool records_indexed;   /* event_at holds the records (outbox.c) */
   uint64_t tick_started;  /* when the tick in flight began */
-  unsigned workers_done;  /* done reports taken for the tick in flight */
+  bool skipped;           /* it had nothing to do (tick_ns 0) */
   bool views_held;        /* the last tick held some views back */
   bool lagging;           /* the last tick left a move untold (bands) */
-  /* A tick runs on the host when its cost is at most inline_cost, or when
-     it is a blocking tick (aoi_tick) of one worker and inline_single is
-     set; a blocking tick of more workers runs worker 0's share on the host
-     thread when host_share is set (tick.c). World.c sets them; tests
-     change them. */
+  /* A tick runs on the thread that starts it when its cost is at most
+     inline_cost, or when that thread would only wait for its one lane and
+     inline_single is set; a blocking tick of more lanes runs lane 0's
+     first step on the host thread when host_share is set (tick.c).
+     World.c sets them; tests change them. */
   uint64_t inline_cost;
   bool inline_single, host_share;
   uint64_t live, watchers;

@@ -1,15 +1,17 @@
 /*
- * worker.c: the worker threads, the batches they exchange, and the order of
- * a tick's steps; the steps themselves are the next files down.
+ * worker.c: a lane's steps of a tick, and the batches lanes exchange; the
+ * steps themselves are the next files down. Which thread runs a step, and
+ * when, is tick.c's: a lane is not a thread (docs/design.md, "Pools").
  *
- * A worker sleeps on its bell until the host pushes a tick command onto its
- * control ring. Then, for its shards (shard i belongs to worker
- * i % threads), it runs the three steps of a tick:
+ * For its shards (shard i belongs to lane i % threads), a lane runs the
+ * three steps of a tick, each once every lane has finished the one
+ * before:
  *
  *  1. Apply (apply.c): take each shard's queue from its op ring and apply
  *     its records; hand off every entity that now lies in another shard.
- *     Each worker then pushes exactly one handoff batch (maybe empty) to
- *     every peer and takes exactly one from every peer.
+ *     Each lane then pushes exactly one handoff batch (maybe empty) to
+ *     every peer, and takes exactly one from every peer at the start of
+ *     the next step.
  *  2. Exchange (exchange.c): copy every owned marker within ghost reach of
  *     another shard there as a ghost, and every departure to the shards
  *     near where it stood, again with one batch per peer.
@@ -17,21 +19,16 @@
  *     entities, ghosts and departures in a grid, and compute the new view
  *     and the events of every watcher with something to compute.
  *
- * Batches are owned by their producer and reused every tick; the consumer is
- * done with one before it reports the tick done, and the host starts the
- * next tick only after every worker has, so reuse never races. Each ring is
- * FIFO and carries one handoff batch then one ghost batch per tick, so a
- * consumer that takes exactly one message per peer per phase never confuses
- * phases. No phase needs a barrier: the batches are the synchronisation.
+ * Batches are owned by their producer and reused every tick; the consumer
+ * is done with one before its step ends, and the next tick starts only
+ * after every lane's last step, so reuse never races. Each ring is FIFO
+ * and carries one handoff batch then one ghost batch per tick, and a
+ * step starts only after every lane sent its batches for it, so a lane
+ * that takes exactly one message per peer per step never waits and never
+ * confuses steps.
  *
- * A small tick is run by the host thread instead (aoi__tick_on_host), with
- * the same code and the same rings: each step for every worker in turn,
- * while the worker threads sleep. In a blocking tick (aoi_tick) the host
- * thread runs worker 0's share itself (aoi__tick_share) while the others
- * run theirs: it would only wait for them, and one thread fewer is woken.
- * A worker waits for its peers' batches on its peer bell, and for a
- * command on its own bell, so that worker 0's thread sleeps on while the
- * host runs its share.
+ * A small tick is run by one thread (aoi__tick_on_host), with the same
+ * code and the same rings: each step for every lane in turn.
  *
  * This file also frees what a worker and a shard hold (aoi_destroy).
  */
@@ -59,8 +56,6 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
 {
   for (unsigned i = 0; i < threads; i++) {
     aoi__worker *k = &workers[i];
-    aoi__ring_destroy(a, k->control);
-    aoi__ring_destroy(a, k->done);
     if (k->handoffs_out != NULL)
       for (unsigned j = 0; j < threads; j++)
         aoi__free(a, k->handoffs_out[j].items,
@@ -94,16 +89,12 @@ void aoi__worker_free(const aoi_allocator *a, aoi__worker *workers,
     if (k->world != NULL)
       aoi__view_chunks_free(k);
     aoi__free(a, k->tells, sizeof(uint32_t) * k->tell_capacity);
-    if (k->world != NULL) {
-      aoi__bell_destroy(&k->bell);
-      aoi__bell_destroy(&k->peer_bell);
-    }
   }
 }
 
-/* ---- batches between workers -------------------------------------------- */
+/* ---- batches between lanes --------------------------------------------- */
 
-/* Pushes this worker's batch for `phase` to every peer. */
+/* Pushes this lane's batch for `phase` to every peer. */
 static void send_batches(aoi__worker *k, aoi__batch *out, uint32_t phase)
 {
   aoi_world *w = k->world;
@@ -115,51 +106,35 @@ static void send_batches(aoi__worker *k, aoi__batch *out, uint32_t phase)
     /* The ring holds 7 and at most 2 are ever in flight. */
     while (aoi__ring_push(ring, &out[j]) != 0)
       ;
-    if (!w->command.on_host) /* else the peer sleeps on, and nobody waits */
-      aoi__bell_ring(&w->workers[j].peer_bell);
   }
 }
 
 typedef void (*batch_handler)(aoi__worker *k, const aoi__batch *b);
 
-/* Takes exactly one batch from every peer, in whatever order they come. */
+/* Takes exactly one batch from every peer: each sent it in the step
+   before, which every lane finished. */
 static void receive_batches(aoi__worker *k, uint32_t phase,
                             batch_handler handle)
 {
   aoi_world *w = k->world;
-  bool have[AOI__MAX_THREADS] = {false};
-  unsigned got = 0;
-  while (got + 1 < w->threads) {
-    uint32_t seen = aoi__bell_read(&k->peer_bell);
-    bool progress = false;
-    for (unsigned i = 0; i < w->threads; i++) {
-      if (i == k->index || have[i])
-        continue;
-      aoi__batch *b = aoi__ring_pop(w->peer[i * w->threads + k->index]);
-      if (b == NULL)
-        continue;
-      AOI__ASSERT(b->phase == phase);
-      if (b->phase != phase)
-        aoi__fail(k, AOI_EINVAL); /* cannot happen: rings are FIFO */
-      handle(k, b);
-      have[i] = true;
-      got++;
-      progress = true;
+  for (unsigned i = 0; i < w->threads; i++) {
+    if (i == k->index)
+      continue;
+    aoi__batch *b = aoi__ring_pop(w->peer[i * w->threads + k->index]);
+    AOI__ASSERT(b != NULL && b->phase == phase);
+    if (b == NULL || b->phase != phase) {
+      aoi__fail(k, AOI_EINVAL); /* cannot happen: rings are FIFO */
+      continue;
     }
-    if (!progress)
-      aoi__bell_wait(&k->peer_bell, seen);
+    handle(k, b);
   }
 }
 
-/* ---- the tick ----------------------------------------------------------- */
+/* ---- the steps ---------------------------------------------------------- */
 
 /* A tick is three steps, each ending with the batches it sends to every
    peer: apply (and hand off), exchange (after taking the handoffs), and
-   compute (after taking the ghosts). A worker runs them one after another,
-   waiting for its peers' batches at the start of the second and the third.
-   The host runs a small tick itself (aoi__tick_on_host): each step for
-   every worker in turn, so every batch a step takes was sent by the step
-   before, and nobody waits. */
+   compute (after taking the ghosts). */
 static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
@@ -175,7 +150,6 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
     k->reach_put[k->reach_to[i]] = -1;
   k->reach_to_count = 0;
 
-  k->phase_started = aoi__now_ns();
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__apply_ops(k, &w->shards[s], cmd->tick, cmd->departures);
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
@@ -187,10 +161,6 @@ static void tick_exchange(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_APPLY, aoi__take_handoffs);
-
-  uint64_t t1 = aoi__now_ns();
-  k->phase_ns[AOI_PHASE_APPLY] = t1 - k->phase_started;
-  k->phase_started = t1;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     w->shards[s].ghost_count = w->shards[s].ghost_markers = 0;
   aoi__ghost_reaches(k);
@@ -203,57 +173,38 @@ static void tick_compute(aoi__worker *k, const aoi__tick_command *cmd)
 {
   aoi_world *w = k->world;
   receive_batches(k, AOI_PHASE_EXCHANGE, aoi__take_ghosts);
-
-  uint64_t t2 = aoi__now_ns();
   k->last_view_sum = k->view_sum;
   k->last_view_n = k->view_n;
   k->view_sum = k->view_n = 0;
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__compute_shard(k, &w->shards[s], cmd);
-  uint64_t t3 = aoi__now_ns();
-  k->phase_ns[AOI_PHASE_EXCHANGE] = t2 - k->phase_started;
-  k->phase_ns[AOI_PHASE_COMPUTE] = t3 - t2;
 }
 
-static void run_tick(aoi__worker *k, const aoi__tick_command *cmd)
+void aoi__lane_step(aoi__worker *k, uint32_t step,
+                    const aoi__tick_command *cmd)
 {
-  tick_apply(k, cmd);
-  tick_exchange(k, cmd);
-  tick_compute(k, cmd);
-}
-
-void aoi__tick_share(aoi_world *w, const aoi__tick_command *cmd)
-{
-  run_tick(&w->workers[0], cmd);
+  bool cpu = k->world->config.measure_cpu != 0;
+  uint64_t c0 = cpu ? aoi__cpu_ns() : 0;
+  uint64_t t0 = aoi__now_ns();
+  switch (step) {
+  case AOI_PHASE_APPLY:
+    tick_apply(k, cmd);
+    break;
+  case AOI_PHASE_EXCHANGE:
+    tick_exchange(k, cmd);
+    break;
+  default:
+    AOI__ASSERT(step == AOI_PHASE_COMPUTE);
+    tick_compute(k, cmd);
+    break;
+  }
+  k->phase_ns[step] = aoi__now_ns() - t0;
+  k->cpu_ns[step] = cpu ? aoi__cpu_ns() - c0 : 0;
 }
 
 void aoi__tick_on_host(aoi_world *w, const aoi__tick_command *cmd)
 {
-  for (unsigned i = 0; i < w->threads; i++)
-    tick_apply(&w->workers[i], cmd);
-  for (unsigned i = 0; i < w->threads; i++)
-    tick_exchange(&w->workers[i], cmd);
-  for (unsigned i = 0; i < w->threads; i++)
-    tick_compute(&w->workers[i], cmd);
-}
-
-void *aoi__worker_main(void *arg)
-{
-  aoi__worker *k = arg;
-  aoi_world *w = k->world;
-  for (;;) {
-    uint32_t seen = aoi__bell_read(&k->bell);
-    const aoi__tick_command *cmd = aoi__ring_pop(k->control);
-    if (cmd == NULL) {
-      aoi__bell_wait_for(&k->bell, seen, w->idle_spin_ns);
-      continue;
-    }
-    if (cmd->shutdown)
-      break;
-    run_tick(k, cmd);
-    while (aoi__ring_push(k->done, k) != 0)
-      ; /* holds 3; at most one report is ever in flight */
-    aoi__bell_ring(&w->host_bell);
-  }
-  return NULL;
+  for (uint32_t step = 0; step < AOI_PHASE_COUNT; step++)
+    for (unsigned i = 0; i < w->threads; i++)
+      aoi__lane_step(&w->workers[i], step, cmd);
 }

@@ -2,9 +2,9 @@
  * world.c: the world's lifecycle and configuration: aoi_config_default and
  * the config's checks, aoi_create and aoi_destroy, the default allocator
  * hooks, error names and the version. A world is created with its shards,
- * rings, workers and their threads (and how long their waits spin), all of
- * which live until aoi_destroy; the host side's state (submit.c) grows with
- * use. A creation that fails frees what it made (world_free), so each step
+ * rings, workers (lanes) and its place on a pool (its own pool's threads,
+ * for AOI_RUN_OWN), all of which live until aoi_destroy; the host side's
+ * state (submit.c) grows with use. A creation that fails frees what it made (world_free), so each step
  * of aoi_create only has to leave what it made where world_free finds it.
  */
 #include "internal.h"
@@ -126,45 +126,27 @@ static bool config_valid(const aoi_config *c)
   const aoi_allocator *a = c->allocator;
   if (a != NULL && (a->alloc == NULL || a->realloc == NULL || a->free == NULL))
     return false;
-#ifdef __linux__
-  if (c->pin_threads > 1)
+  switch (c->run) {
+  case AOI_RUN_OWN:
+  case AOI_RUN_CALLER:
+    if (c->pool != NULL)
+      return false;
+    break;
+  case AOI_RUN_POOL:
+    if (c->pool == NULL)
+      return false;
+    break;
+  default:
     return false;
-#else
-  if (c->pin_threads != 0)
-    return false;
-#endif
-  return true;
-}
-
-#ifdef __linux__
-/* Binds worker i to the i-th CPU, wrapping around, of those the calling
-   thread may run on (aoi_config.pin_threads). */
-static int pin_workers(aoi_world *w)
-{
-  cpu_set_t allowed;
-  if (pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed) != 0)
-    return AOI_ESYS;
-  unsigned n = (unsigned)CPU_COUNT(&allowed);
-  if (n == 0)
-    return AOI_ESYS;
-  for (unsigned i = 0; i < w->threads; i++) {
-    /* the (i mod n)-th CPU of the set */
-    unsigned skip = i % n;
-    int cpu = 0;
-    for (;; cpu++) {
-      AOI__ASSERT(cpu < CPU_SETSIZE); /* the n-th is in the set */
-      if (CPU_ISSET(cpu, &allowed) && skip-- == 0)
-        break;
-    }
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (pthread_setaffinity_np(w->workers[i].thread, sizeof(one), &one) != 0)
-      return AOI_ESYS;
   }
-  return 0;
-}
+  if (c->measure_cpu > 1)
+    return false;
+#ifdef __linux__
+  return c->pin_threads == 0 || (c->pin_threads == 1 && c->run == AOI_RUN_OWN);
+#else
+  return c->pin_threads == 0;
 #endif
+}
 
 /* The least double s with sqrt(s) > d, for a finite d >= 0: sqrt is
    correctly rounded and never decreases, so sqrt(s) > d exactly when s is
@@ -180,14 +162,6 @@ static double least_square_above(float distance)
   return s;
 }
 
-static unsigned online_cores(void)
-{
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1)
-    return 1;
-  return n > (long)AOI__MAX_THREADS ? AOI__MAX_THREADS : (unsigned)n;
-}
-
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static void world_free(aoi_world *w)
@@ -196,19 +170,11 @@ static void world_free(aoi_world *w)
   const aoi_allocator *a = &w->allocator;
   if (w->in_flight)
     (void)aoi_tick_end(w);
+  if (w->own_pool)
+    aoi__pool_free(w->pool); /* (its threads were idle) */
+  else if (w->pool != NULL)
+    atomic_fetch_sub(&w->pool->worlds, 1);
   if (w->workers != NULL) {
-    aoi__tick_command stop = {0};
-    stop.shutdown = 1;
-    w->command = stop;
-    for (unsigned i = 0; i < w->threads; i++) {
-      aoi__worker *k = &w->workers[i];
-      if (!k->started)
-        continue;
-      while (aoi__ring_push(k->control, &w->command) != 0)
-        ;
-      aoi__bell_ring(&k->bell);
-      pthread_join(k->thread, NULL);
-    }
     aoi__worker_free(a, w->workers, w->threads, w->shard_count);
     aoi__free(a, w->workers, sizeof(aoi__worker) * w->threads);
   }
@@ -231,14 +197,14 @@ static void world_free(aoi_world *w)
   aoi__layout_free(a, &w->layout);
   aoi__free(a, w->shard_entities, sizeof(uint32_t) * w->shard_count);
   aoi__free(a, w->shard_ns, sizeof(uint64_t) * w->shard_count);
-  aoi__bell_destroy(&w->host_bell);
+  aoi__job_destroy(&w->solo);
   aoi_allocator copy = w->allocator;
   aoi__free(&copy, w, sizeof(*w));
 }
 
 /* Allocates the world from the config's allocator (or malloc) and takes
-   the config; the host bell is the one thing it needs before world_free
-   can free it. 0, AOI_ENOMEM or AOI_ESYS (then nothing is left). */
+   the config; its job is the one thing it needs before world_free can
+   free it. 0, AOI_ENOMEM or AOI_ESYS (then nothing is left). */
 static int world_alloc(const aoi_config *config, aoi_world **out)
 {
   aoi_allocator allocator = {default_alloc, default_realloc, default_free,
@@ -251,7 +217,7 @@ static int world_alloc(const aoi_config *config, aoi_world **out)
   w->config = *config;
   w->config.allocator = NULL;
   w->allocator = allocator;
-  if (aoi__bell_init(&w->host_bell) != 0) {
+  if (aoi__job_init(&w->solo, 0) != 0) {
     aoi__free(&allocator, w, sizeof(*w));
     return AOI_ESYS;
   }
@@ -268,7 +234,11 @@ static int set_geometry(aoi_world *w, const aoi_config *config)
   w->shape.cell = config->cell_size;
   for (unsigned b = 0; b < config->move_band_count; b++)
     w->band_above[b] = least_square_above(config->move_bands[b].distance);
-  w->threads = config->threads ? config->threads : online_cores();
+  w->threads = config->threads;
+  if (w->threads == 0)
+    w->threads = config->run == AOI_RUN_POOL   ? config->pool->threads
+                 : config->run == AOI_RUN_OWN ? aoi__online_cores()
+                                              : 1;
   w->shard_count = config->shards ? config->shards : w->threads;
   double min_x = config->min_x, max_x = config->max_x;
   double min_y = config->min_y, max_y = config->max_y;
@@ -322,37 +292,27 @@ static int create_peer_rings(aoi_world *w)
   return 0;
 }
 
-/* Worker k's rings, batches and per-shard arrays, and its bells; a worker
-   whose bells are set up has k->world (world_free reads it). */
+/* Worker k's batches and per-shard arrays. */
 static int create_worker(aoi_world *w, aoi__worker *k, unsigned i)
 {
   AOI__ASSERT(i < w->threads && k == &w->workers[i]);
   const aoi_allocator *a = &w->allocator;
   k->index = i;
-  k->control = aoi__ring_create(a, 4);
-  k->done = aoi__ring_create(a, 4);
+  k->world = w;
   k->handoffs_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
   k->ghosts_out = aoi__calloc(a, sizeof(aoi__batch) * w->threads);
   k->reach_put = aoi__calloc(a, sizeof(float) * w->shard_count);
   k->reach_to = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
   k->ghost_reach = aoi__calloc(a, sizeof(double) * w->shard_count);
-  if (k->control == NULL || k->done == NULL || k->handoffs_out == NULL ||
-      k->ghosts_out == NULL || k->reach_put == NULL || k->reach_to == NULL ||
-      k->ghost_reach == NULL)
+  if (k->handoffs_out == NULL || k->ghosts_out == NULL ||
+      k->reach_put == NULL || k->reach_to == NULL || k->ghost_reach == NULL)
     return AOI_ENOMEM;
   for (unsigned s = 0; s < w->shard_count; s++)
     k->reach_put[s] = -1;
-  if (aoi__bell_init(&k->bell) != 0)
-    return AOI_ESYS;
-  if (aoi__bell_init(&k->peer_bell) != 0) {
-    aoi__bell_destroy(&k->bell);
-    return AOI_ESYS;
-  }
-  k->world = w; /* marks the bells as initialised */
   return 0;
 }
 
-/* The workers (not yet their threads) and their delivery segments. */
+/* The workers (lanes) and their delivery segments. */
 static int create_workers(aoi_world *w)
 {
   w->workers = aoi__calloc(&w->allocator, sizeof(aoi__worker) * w->threads);
@@ -367,39 +327,37 @@ static int create_workers(aoi_world *w)
   return 0;
 }
 
-/* How long waits spin before they sleep (sync.c), and which ticks the host
-   runs itself (tick.c). A spinner that shares a core with the thread it
-   waits for only delays it, so waits spin longer only where the host and
-   every worker can have a core each. A worker that waits for the next
-   tick spins hardly at all: the next tick is usually a frame away. */
+/* Which ticks the thread that starts them runs itself (tick.c). */
 static void set_tunables(aoi_world *w)
 {
-  AOI__ASSERT(w->workers != NULL); /* (create_workers) */
-  bool own_cores = online_cores() > w->threads;
-  w->host_bell.spin_ns = own_cores ? 20000 : 2000;
-  w->idle_spin_ns = own_cores ? 2000 : 0;
-  for (unsigned i = 0; i < w->threads; i++)
-    w->workers[i].peer_bell.spin_ns = own_cores ? 50000 : 5000;
   w->inline_cost = AOI__INLINE_COST;
-  /* (workers bound to CPUs keep their shares: the host thread is bound to
+  /* (threads bound to CPUs keep their shares: the host thread is bound to
      none, and may stand on a worker's CPU) */
   w->inline_single = true;
   w->host_share = w->config.pin_threads == 0;
+  aoi__tick_tasks_init(w);
 }
 
-/* Starts the worker threads, and binds them to CPUs when the config asks. */
-static int start_threads(aoi_world *w)
+/* The pool the world ticks on: its own (AOI_RUN_OWN), one it shares, or
+   none. */
+static int join_pool(aoi_world *w, const aoi_config *config)
 {
-  for (unsigned i = 0; i < w->threads; i++) {
-    aoi__worker *k = &w->workers[i];
-    if (pthread_create(&k->thread, NULL, aoi__worker_main, k) != 0)
-      return AOI_ESYS;
-    k->started = true;
+  if (config->run == AOI_RUN_POOL) {
+    w->pool = config->pool;
+    atomic_fetch_add(&w->pool->worlds, 1);
+  } else if (config->run == AOI_RUN_OWN) {
+    aoi_pool_config pc;
+    aoi_pool_config_default(&pc);
+    pc.threads = w->threads;
+    pc.pin_threads = config->pin_threads;
+    pc.allocator = &w->allocator;
+    int rc = aoi__pool_create(&pc, &w->pool);
+    if (rc != 0)
+      return rc;
+    w->own_pool = true;
   }
-#ifdef __linux__
-  if (w->config.pin_threads != 0)
-    return pin_workers(w);
-#endif
+  if (w->pool != NULL)
+    w->solo.bell.spin_ns = w->pool->host_spin_ns;
   return 0;
 }
 
@@ -416,7 +374,7 @@ int aoi_create(const aoi_config *config, aoi_world **out)
       (rc = create_workers(w)) != 0)
     goto fail;
   set_tunables(w);
-  if ((rc = start_threads(w)) != 0)
+  if ((rc = join_pool(w, config)) != 0)
     goto fail;
   w->stats.threads = w->threads;
   w->stats.shards = w->shard_count;
