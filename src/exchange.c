@@ -44,17 +44,6 @@ static void store_ghost(aoi__worker *k, aoi__shard *t, const aoi__ghost *g)
     t->ghost_markers++;
 }
 
-/* Shard s's rectangle: x0, y0, x1, y1 (x0 <= x < x1), the edge shards
-   out to infinity. */
-static void shard_rect(const aoi__layout *l, unsigned s, double r[4])
-{
-  unsigned col = s % l->cols, row = s / l->cols;
-  r[0] = col > 0 ? l->xcut[col - 1] : -INFINITY;
-  r[1] = row > 0 ? l->ycut[row - 1] : -INFINITY;
-  r[2] = col + 1 < l->cols ? l->xcut[col] : INFINITY;
-  r[3] = row + 1 < l->rows ? l->ycut[row] : INFINITY;
-}
-
 /* Whether (x, y) lies within d of the rectangle r per axis: what the cut
    lookups of aoi__layout_col and aoi__layout_row say, as comparisons. */
 static inline bool near_rect(const double r[4], double x, double y, double d)
@@ -99,27 +88,29 @@ static uint32_t send_around(aoi__worker *k, aoi__ghost g, double appeal,
   double d = aoi__max(near, appeal);
   if (near >= 0 && !deep_inside(rect, x, y, d)) {
     unsigned c0 = aoi__layout_col(l, x - d), c1 = aoi__layout_col(l, x + d);
-    unsigned r0 = aoi__layout_row(l, y - d), r1 = aoi__layout_row(l, y + d);
-    for (unsigned row = r0; row <= r1; row++)
-      for (unsigned col = c0; col <= c1; col++) {
+    for (unsigned col = c0; col <= c1; col++) {
+      unsigned r0 = aoi__layout_row(l, col, y - d);
+      unsigned r1 = aoi__layout_row(l, col, y + d);
+      for (unsigned row = r0; row <= r1; row++) {
         unsigned to = row * l->cols + col;
         /* none without watchers; the far ones come below */
         if (to == skip || reach[to] < 0 || reach[to] > near)
           continue;
         double e = aoi__max(reach[to], appeal), r[4];
         if (e < d) { /* (at d the cuts have said so) */
-          shard_rect(l, to, r);
+          aoi__layout_rect(l, to, r);
           if (!near_rect(r, x, y, e))
             continue;
         }
         send(k, g, to);
         sent++;
       }
+    }
   }
   for (unsigned i = 0; i < nfar; i++) {
     unsigned to = far[i];
     double r[4];
-    shard_rect(l, to, r);
+    aoi__layout_rect(l, to, r);
     if (to != skip && near_rect(r, x, y, aoi__max(reach[to], appeal))) {
       send(k, g, to);
       sent++;
@@ -190,7 +181,7 @@ static inline unsigned far_shards_near(const aoi__worker *k,
   double deep = k->near_reach;
   for (unsigned i = 0; i < k->far_count; i++) {
     double r[4], d = k->ghost_reach[k->far[i]];
-    shard_rect(&w->layout, k->far[i], r);
+    aoi__layout_rect(&w->layout, k->far[i], r);
     if (k->far[i] != s->index && r[0] - d <= rect[2] &&
         rect[0] <= r[2] + d && r[1] - d <= rect[3] && rect[1] <= r[3] + d) {
       far[nfar++] = k->far[i];
@@ -279,7 +270,7 @@ void aoi__publish_ghosts(aoi__worker *k, aoi__shard *s, uint64_t tick)
   AOI__ASSERT(aoi__worker_of(k->world, s->index) == k->index);
   aoi_world *w = k->world;
   double rect[4], inside;
-  shard_rect(&w->layout, s->index, rect);
+  aoi__layout_rect(&w->layout, s->index, rect);
   uint32_t far[AOI__FAR_SHARDS];
   unsigned nfar = far_shards_near(k, s, rect, far, &inside);
   uint32_t now = aoi__stamp(tick);

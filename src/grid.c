@@ -79,14 +79,17 @@ int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
   aoi__layout l = {best_cols, best_rows, NULL, NULL};
   if (best_cols > 1 && (l.xcut = aoi__alloc(a, sizeof(double) * (best_cols - 1))) == NULL)
     return AOI_ENOMEM;
-  if (best_rows > 1 && (l.ycut = aoi__alloc(a, sizeof(double) * (best_rows - 1))) == NULL) {
+  size_t ycuts = (size_t)best_cols * (best_rows - 1);
+  if (ycuts > 0 && (l.ycut = aoi__alloc(a, sizeof(double) * ycuts)) == NULL) {
     aoi__free(a, l.xcut, sizeof(double) * (best_cols - 1));
     return AOI_ENOMEM;
   }
   for (unsigned i = 1; i < best_cols; i++)
     l.xcut[i - 1] = min_x + width * i / best_cols;
-  for (unsigned i = 1; i < best_rows; i++)
-    l.ycut[i - 1] = min_y + height * i / best_rows;
+  for (unsigned c = 0; c < best_cols; c++)
+    for (unsigned i = 1; i < best_rows; i++)
+      l.ycut[(size_t)c * (best_rows - 1) + i - 1] =
+          min_y + height * i / best_rows;
   *layout = l;
   return 0;
 }
@@ -96,7 +99,8 @@ void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout)
   if (layout->cols > 1)
     aoi__free(a, layout->xcut, sizeof(double) * (layout->cols - 1));
   if (layout->rows > 1)
-    aoi__free(a, layout->ycut, sizeof(double) * (layout->rows - 1));
+    aoi__free(a, layout->ycut,
+              sizeof(double) * layout->cols * (layout->rows - 1));
   memset(layout, 0, sizeof(*layout));
 }
 
@@ -122,15 +126,26 @@ unsigned aoi__layout_col(const aoi__layout *layout, double x)
   return band(layout->xcut, layout->cols - 1, x);
 }
 
-unsigned aoi__layout_row(const aoi__layout *layout, double y)
+unsigned aoi__layout_row(const aoi__layout *layout, unsigned col, double y)
 {
-  return band(layout->ycut, layout->rows - 1, y);
+  AOI__ASSERT(col < layout->cols);
+  return band(aoi__layout_ycut(layout, col), layout->rows - 1, y);
 }
 
 unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y)
 {
-  return aoi__layout_row(layout, y) * layout->cols +
-         aoi__layout_col(layout, x);
+  unsigned col = aoi__layout_col(layout, x);
+  return aoi__layout_row(layout, col, y) * layout->cols + col;
+}
+
+void aoi__layout_rect(const aoi__layout *l, unsigned s, double r[4])
+{
+  unsigned col = s % l->cols, row = s / l->cols;
+  const double *ycut = aoi__layout_ycut(l, col);
+  r[0] = col > 0 ? l->xcut[col - 1] : -INFINITY;
+  r[1] = row > 0 ? ycut[row - 1] : -INFINITY;
+  r[2] = col + 1 < l->cols ? l->xcut[col] : INFINITY;
+  r[3] = row + 1 < l->rows ? ycut[row] : INFINITY;
 }
 
 /* ---- spatial grid ------------------------------------------------------- */

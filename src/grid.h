@@ -44,20 +44,34 @@ void aoi__reach_box(const aoi__shape *shape, float x, float y, double reach,
 /* The largest per-axis distance at which anything can be within `reach`. */
 double aoi__reach_extent(const aoi__shape *shape, double reach);
 
-/* Shard layout: cols x rows rectangles split at xcut / ycut. Column c holds
-   xcut[c-1] <= x < xcut[c]; the edge columns extend to infinity. */
+/* Shard layout: cols columns split at xcut, each split into rows cells at
+   cuts of its own, so that a crowd gathered in a few places can still be
+   cut into cells of equal load (rebalance.c). Column c holds xcut[c-1] <=
+   x < xcut[c], and its row r ycut[c][r-1] <= y < ycut[c][r], where
+   ycut[c] is aoi__layout_ycut(layout, c); the edge cells extend to
+   infinity. Shard r * cols + c is cell (c, r). */
 typedef struct aoi__layout {
   unsigned cols, rows;
   double *xcut; /* cols - 1 cuts, ascending */
-  double *ycut; /* rows - 1 cuts, ascending */
+  double *ycut; /* cols x (rows - 1) cuts, each column's ascending */
 } aoi__layout;
+
+/* Column c's row cuts: rows - 1 of them, ascending. */
+static inline const double *aoi__layout_ycut(const aoi__layout *l,
+                                             unsigned col)
+{
+  return l->ycut + (size_t)col * (l->rows - 1);
+}
 
 int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
                      unsigned shards, double min_x, double min_y,
                      double max_x, double max_y);
 void aoi__layout_free(const aoi_allocator *a, aoi__layout *layout);
 unsigned aoi__layout_col(const aoi__layout *layout, double x);
-unsigned aoi__layout_row(const aoi__layout *layout, double y);
+unsigned aoi__layout_row(const aoi__layout *layout, unsigned col, double y);
+/* Shard s's rectangle: x0, y0, x1, y1 (x0 <= x < x1), the edge shards out
+   to infinity. */
+void aoi__layout_rect(const aoi__layout *layout, unsigned s, double r[4]);
 unsigned aoi__layout_shard(const aoi__layout *layout, float x, float y);
 
 /* Uniform spatial grid over one shard's entries, rebuilt every tick by a

@@ -56,17 +56,15 @@ static void answer(aoi_world *w, uint32_t n, uint64_t *ids, size_t capacity,
 }
 
 /* The shards whose rectangles meet box[4] (x0, y0, x1, y1): the inclusive
-   range of their columns and rows, range[4] = (c0, r0, c1, r1); shard
-   (c, r) is shards[r * cols + c]. */
-static void shards_in_box(const aoi_world *w, const double box[4],
-                          unsigned range[4])
+   range of their columns, range[2] = (c0, c1), and in column c the rows
+   aoi__layout_row(c, box[1]) .. aoi__layout_row(c, box[3]); shard (c, r)
+   is shards[r * cols + c]. */
+static void columns_in_box(const aoi_world *w, const double box[4],
+                           unsigned range[2])
 {
   range[0] = aoi__layout_col(&w->layout, box[0]);
-  range[1] = aoi__layout_row(&w->layout, box[1]);
-  range[2] = aoi__layout_col(&w->layout, box[2]);
-  range[3] = aoi__layout_row(&w->layout, box[3]);
-  AOI__ASSERT(range[0] <= range[2] && range[2] < w->layout.cols);
-  AOI__ASSERT(range[1] <= range[3] && range[3] < w->layout.rows);
+  range[1] = aoi__layout_col(&w->layout, box[2]);
+  AOI__ASSERT(range[0] <= range[1] && range[1] < w->layout.cols);
 }
 
 int aoi_query_circle(aoi_world *w, float x, float y, float radius,
@@ -84,11 +82,13 @@ int aoi_query_circle(aoi_world *w, float x, float y, float radius,
   aoi__shape circle = {AOI_SHAPE_CIRCLE, 0};
   double box[4];
   aoi__reach_box(&circle, x, y, radius, box);
-  unsigned sr[4];
-  shards_in_box(w, box, sr);
+  unsigned cr[2];
+  columns_in_box(w, box, cr);
   uint32_t n = 0;
-  for (unsigned row = sr[1]; row <= sr[3]; row++)
-    for (unsigned col = sr[0]; col <= sr[2]; col++) {
+  for (unsigned col = cr[0]; col <= cr[1]; col++)
+    for (unsigned row = aoi__layout_row(&w->layout, col, box[1]),
+                  last = aoi__layout_row(&w->layout, col, box[3]);
+         row <= last; row++) {
       const aoi__grid *g = &w->shards[row * w->layout.cols + col].grid;
       if (g->count == 0)
         continue;
@@ -178,10 +178,12 @@ int aoi_watchers_of(aoi_world *w, uint64_t id, uint64_t *ids, size_t capacity,
   if (e != NULL && (e->flags & AOI_MARKER)) {
     double d = w->last_ghost_reach;
     double box[4] = {e->x - d, e->y - d, e->x + d, e->y + d};
-    unsigned sr[4];
-    shards_in_box(w, box, sr);
-    for (unsigned row = sr[1]; row <= sr[3]; row++)
-      for (unsigned col = sr[0]; col <= sr[2]; col++) {
+    unsigned cr[2];
+    columns_in_box(w, box, cr);
+    for (unsigned col = cr[0]; col <= cr[1]; col++)
+      for (unsigned row = aoi__layout_row(&w->layout, col, box[1]),
+                    last = aoi__layout_row(&w->layout, col, box[3]);
+           row <= last; row++) {
         const aoi__shard *s = &w->shards[row * w->layout.cols + col];
         const aoi__grid *g = &s->grid;
         if (g->count == 0)
@@ -250,13 +252,13 @@ int aoi_shard(const aoi_world *w, unsigned shard, aoi_shard_info *info)
     return AOI_EBUSY;
   if (shard >= w->shard_count)
     return AOI_EINVAL;
-  const aoi__layout *l = &w->layout;
-  unsigned col = shard % l->cols, row = shard / l->cols;
+  double r[4];
+  aoi__layout_rect(&w->layout, shard, r);
   aoi_shard_info i;
-  i.min_x = col > 0 ? l->xcut[col - 1] : -INFINITY;
-  i.max_x = col + 1 < l->cols ? l->xcut[col] : INFINITY;
-  i.min_y = row > 0 ? l->ycut[row - 1] : -INFINITY;
-  i.max_y = row + 1 < l->rows ? l->ycut[row] : INFINITY;
+  i.min_x = r[0];
+  i.min_y = r[1];
+  i.max_x = r[2];
+  i.max_y = r[3];
   i.worker = aoi__worker_of(w, shard);
   i.entities = w->shards[shard].count;
   i.ghosts = w->shards[shard].ghost_markers;

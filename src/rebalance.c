@@ -101,7 +101,7 @@ static bool plan_reserve(aoi_world *w, uint32_t n)
   aoi__plan *p = &w->plan;
   if (p->xcut == NULL) {
     p->xcut = aoi__calloc(a, sizeof(double) * w->layout.cols);
-    p->ycut = aoi__calloc(a, sizeof(double) * w->layout.rows);
+    p->ycut = aoi__calloc(a, sizeof(double) * w->layout.cols * w->layout.rows);
     p->arrivals = aoi__calloc(a, sizeof(uint32_t) * w->shard_count);
     p->bound = aoi__calloc(a, sizeof(uint32_t) * w->threads * w->threads);
     if (!p->xcut || !p->ycut || !p->arrivals || !p->bound)
@@ -114,10 +114,14 @@ static bool plan_reserve(aoi_world *w, uint32_t n)
 }
 
 /* Plans the new cuts at the quantiles of every step-th entity's
-   coordinates (at most n), weighted by their loads. */
+   coordinates (at most n), weighted by their loads: the column cuts at
+   the x quantiles of them all, then each column's row cuts at the y
+   quantiles of those in it, so that every cell carries an equal share. */
 static void plan_cuts(aoi_world *w, uint32_t step, uint32_t n)
 {
   aoi__plan *p = &w->plan;
+  const aoi__layout *l = &w->layout;
+  unsigned cols = l->cols, rows = l->rows;
   AOI__ASSERT(step >= 1 && n <= p->xs_capacity && n <= p->ys_capacity);
   uint32_t m = 0, seen = 0;
   uint64_t sampled = 0;
@@ -127,12 +131,51 @@ static void plan_cuts(aoi_world *w, uint32_t step, uint32_t n)
         const aoi__entity *e = &w->shards[s].entities[i];
         uint32_t load = entity_load(e);
         p->xs[m] = (aoi__sample){e->x, load};
-        p->ys[m] = (aoi__sample){e->y, load};
         sampled += load;
         m++;
       }
-  quantile_cuts(p->xs, m, sampled, w->layout.cols, p->xcut);
-  quantile_cuts(p->ys, m, sampled, w->layout.rows, p->ycut);
+  quantile_cuts(p->xs, m, sampled, cols, p->xcut);
+  if (rows == 1)
+    return;
+  /* The same samples again, by the new column they fall in: ys holds
+     column 0's, then column 1's, ... (`start`, in arrivals' room). */
+  aoi__layout next = {cols, rows, p->xcut, NULL};
+  uint32_t *start = p->arrivals; /* cols + 1 <= shards + 1 words: below */
+  uint64_t weight[AOI__MAX_SHARDS];
+  memset(start, 0, sizeof(uint32_t) * cols);
+  memset(weight, 0, sizeof(uint64_t) * cols);
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t put = 0;
+    seen = 0;
+    if (pass == 1) /* counts to starts */
+      for (unsigned c = 0, at = 0; c < cols; c++) {
+        uint32_t count = start[c];
+        start[c] = at;
+        at += count;
+      }
+    for (unsigned s = 0; s < w->shard_count; s++)
+      for (uint32_t i = 0; i < w->shards[s].count; i++)
+        if (seen++ % step == 0 && put++ < m) {
+          const aoi__entity *e = &w->shards[s].entities[i];
+          unsigned c = aoi__layout_col(&next, e->x);
+          if (pass == 0) {
+            start[c]++;
+            weight[c] += entity_load(e);
+          } else {
+            p->ys[start[c]++] = (aoi__sample){e->y, entity_load(e)};
+          }
+        }
+  }
+  /* start[c] is now where column c's samples end */
+  for (unsigned c = 0, from = 0; c < cols; c++) {
+    double *cut = p->ycut + (size_t)c * (rows - 1);
+    uint32_t count = start[c] - from;
+    if (count > 0)
+      quantile_cuts(p->ys + from, count, weight[c], rows, cut);
+    else /* nobody: the column keeps its cuts */
+      memcpy(cut, aoi__layout_ycut(l, c), sizeof(double) * (rows - 1));
+    from = start[c];
+  }
 }
 
 /* Counts where the planned cuts send the entities: per shard, the
@@ -186,6 +229,7 @@ void aoi__commit_relayout(aoi_world *w)
   if (w->layout.cols > 1)
     memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
   if (w->layout.rows > 1)
-    memcpy(w->layout.ycut, w->plan.ycut, sizeof(double) * (w->layout.rows - 1));
+    memcpy(w->layout.ycut, w->plan.ycut,
+           sizeof(double) * w->layout.cols * (w->layout.rows - 1));
   w->stats.rebalances++;
 }

@@ -123,7 +123,7 @@ void aoi__host_free(aoi_world *w)
   aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
   aoi__plan *p = &w->plan;
   aoi__free(a, p->xcut, sizeof(double) * w->layout.cols);
-  aoi__free(a, p->ycut, sizeof(double) * w->layout.rows);
+  aoi__free(a, p->ycut, sizeof(double) * w->layout.cols * w->layout.rows);
   aoi__free(a, p->arrivals, sizeof(uint32_t) * w->shard_count);
   aoi__free(a, p->bound, sizeof(uint32_t) * w->threads * w->threads);
   aoi__free(a, p->xs, sizeof(aoi__sample) * p->xs_capacity);
