@@ -402,6 +402,18 @@ typedef void (*aoi_deliver_fn)(void *user, uint64_t watcher,
 AOI_EXPORT unsigned aoi_delivery_segments(const aoi_world *world);
 AOI_EXPORT int aoi_deliver(aoi_world *world, unsigned segment,
                            aoi_deliver_fn fn, void *user);
+/* aoi_deliver of every segment of worlds[0] .. worlds[n - 1], each a task
+   on its world's pool (AOI_RUN_CALLER worlds' on the calling thread,
+   meanwhile). So `fn` is called from several threads at once, each call
+   for a different watcher: it must be thread-safe, and must not tick or
+   wait for a world of the same pool (its thread is one of the pool's).
+   results[i] is world i's first failing aoi_deliver result, or 0; returns
+   0 or the first failing one. Refused, delivering nothing and writing
+   nothing, as aoi_tick_many is: AOI_EINVAL (also for a NULL fn), then
+   AOI_EBUSY. */
+AOI_EXPORT int aoi_deliver_many(aoi_world *const *worlds, size_t n,
+                                aoi_deliver_fn fn, void *user,
+                                int *results);
 
 /* Takes every undelivered event of watcher `id`, oldest tick first, and
    empties its outbox: the path by id, for hosts that do not use segments.

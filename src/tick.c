@@ -588,12 +588,23 @@ static void start_task(aoi__task *t)
   go(w, how, true);
 }
 
+/* Segment k's delivery, on a pool thread (aoi_deliver_many). */
+static void deliver_task(aoi__task *t)
+{
+  aoi__worker *k = (aoi__worker *)((char *)t - offsetof(aoi__worker, deliver));
+  aoi_world *w = k->world;
+  aoi__job *job = w->deliver_job;
+  k->deliver_rc = aoi_deliver(w, k->index, w->deliver_fn, w->deliver_user);
+  aoi__job_done(job);
+}
+
 void aoi__tick_tasks_init(aoi_world *w)
 {
   w->start.run = start_task;
   for (unsigned i = 0; i < w->threads; i++) {
     w->workers[i].task.run = lane_task;
     w->workers[i].task.big = true;
+    w->workers[i].deliver.run = deliver_task;
   }
 }
 
@@ -798,6 +809,88 @@ int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     results[i] = aoi_tick_end(worlds[i]);
+    if (rc == 0)
+      rc = results[i];
+  }
+  return rc;
+}
+
+/* ---- delivering many worlds --------------------------------------------- */
+
+int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
+                     void *user, int *results)
+{
+  if (n > 0 && (results == NULL || fn == NULL))
+    return AOI_EINVAL;
+  int rc = check_many(worlds, n);
+  if (rc != 0)
+    return rc;
+  uint64_t segments = 0;
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    w->listed = false;
+    if (w->pool != NULL)
+      segments += w->threads;
+  }
+  if (segments > UINT32_MAX)
+    return AOI_EINVAL;
+  aoi__job job;
+  if (aoi__job_init(&job, n > 0 && worlds[0]->pool != NULL
+                              ? worlds[0]->pool->host_spin_ns
+                              : 0) != 0)
+    return AOI_ESYS;
+  aoi__job_arm(&job, (uint32_t)segments);
+  /* Every segment a task, a pool's run of them in one push; those of a
+     large world alone, ahead. */
+  chain big = {0}, small = {0};
+  aoi_pool *pool = NULL;
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    if (w->pool == NULL)
+      continue;
+    if (w->pool != pool) {
+      chain_flush(&big);
+      chain_flush(&small);
+      pool = w->pool;
+    }
+    w->deliver_fn = fn;
+    w->deliver_user = user;
+    w->deliver_job = &job;
+    bool is_big = w->live > BIG_WORLD;
+    for (unsigned s = 0; s < w->threads; s++) {
+      aoi__task *t = &w->workers[s].deliver;
+      t->big = is_big;
+      chain *c = is_big ? &big : &small;
+      if (c->count == 0)
+        c->first = t;
+      else
+        c->last->next = t;
+      c->last = t;
+      c->pool = pool;
+      c->count++;
+    }
+  }
+  chain_flush(&big);
+  chain_flush(&small);
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    if (w->pool != NULL)
+      continue;
+    int r = 0;
+    for (unsigned s = 0; s < w->threads && r == 0; s++)
+      r = aoi_deliver(w, s, fn, user);
+    results[i] = r;
+  }
+  aoi__job_wait(&job);
+  aoi__job_destroy(&job);
+  for (size_t i = 0; i < n; i++) {
+    aoi_world *w = worlds[i];
+    if (w->pool != NULL) {
+      results[i] = 0;
+      for (unsigned s = 0; s < w->threads; s++)
+        if (results[i] == 0)
+          results[i] = w->workers[s].deliver_rc;
+    }
     if (rc == 0)
       rc = results[i];
   }

@@ -463,6 +463,8 @@ typedef struct aoi__worker {
   struct aoi_world *world;
   uint32_t index;
   aoi__task task; /* this lane's task of the step at hand (tick.c) */
+  aoi__task deliver; /* its segment's delivery (aoi_deliver_many) */
+  int deliver_rc;
 
   /* 1. apply (apply.c): the handoffs out, the watchers' radii handed off */
   aoi__batch *handoffs_out; /* one per peer worker */
@@ -615,6 +617,10 @@ struct aoi_world {
     atomic_uint delivering;
   };
   aoi__job solo;
+  /* aoi_deliver_many's callback and job, while it runs */
+  aoi_deliver_fn deliver_fn;
+  void *deliver_user;
+  aoi__job *deliver_job;
   /* the step the lanes are at, and how many have yet to finish it */
   uint32_t step;
   _Atomic uint32_t lanes_left;
