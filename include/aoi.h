@@ -180,9 +180,11 @@ typedef struct aoi_config {
   aoi_pool *pool;
   /* Lanes: how many threads one tick of this world may use at once. Each
      lane owns the shards i % threads and is one delivery segment. 0 = one
-     per online core (AOI_RUN_OWN, which starts this many threads), the
-     pool's thread count (AOI_RUN_POOL), or 1 (AOI_RUN_CALLER). At most
-     256. */
+     per online core for AOI_RUN_OWN (which starts this many threads), and
+     1 for AOI_RUN_POOL and AOI_RUN_CALLER: a small world is cheapest as
+     one task, and costs about 3 KB empty (a lane adds about 1 KB, plus
+     its rings to the other lanes). Give a large world on a pool as many
+     lanes as the pool has threads (aoi_pool_threads). At most 256. */
   unsigned threads;
   /* Spatial shards; 0 = one per lane. At most 4096. Shard i is owned by
      lane i % threads. */

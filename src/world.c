@@ -236,9 +236,7 @@ static int set_geometry(aoi_world *w, const aoi_config *config)
     w->band_above[b] = least_square_above(config->move_bands[b].distance);
   w->threads = config->threads;
   if (w->threads == 0)
-    w->threads = config->run == AOI_RUN_POOL   ? config->pool->threads
-                 : config->run == AOI_RUN_OWN ? aoi__online_cores()
-                                              : 1;
+    w->threads = config->run == AOI_RUN_OWN ? aoi__online_cores() : 1;
   w->shard_count = config->shards ? config->shards : w->threads;
   double min_x = config->min_x, max_x = config->max_x;
   double min_y = config->min_y, max_y = config->max_y;
