@@ -339,10 +339,11 @@ AOI_EXPORT int aoi_move_ref(aoi_world *world, aoi_ref ref, float x, float y);
 AOI_EXPORT int aoi_tick(aoi_world *world);
 
 /* aoi_tick in two halves, so that the host can run game logic while the
-   workers compute. aoi_tick_begin starts the tick and returns at once:
-   0, AOI_EBUSY (a tick already in flight), or AOI_ENOMEM (nothing started,
-   the operations stay queued). A tick that is small or has nothing to do
-   may be done on the calling thread before it returns. */
+   pool's threads compute. aoi_tick_begin starts the tick and returns at
+   once: 0, AOI_EBUSY (a tick already in flight), or AOI_ENOMEM (nothing
+   started, the operations stay queued). A tick that is small or has
+   nothing to do may be done on the calling thread before it returns, and
+   an AOI_RUN_CALLER world's always is. */
 AOI_EXPORT int aoi_tick_begin(aoi_world *world);
 /* 1 when the tick in flight has finished (aoi_tick_end will not block), 0
    while it runs; AOI_EINVAL when no tick is in flight. */
