@@ -197,10 +197,11 @@ void aoi__tick_tasks_init(struct aoi_world *world);
 /* ---- worker side -------------------------------------------------------- */
 
 /* worker.c: a lane's steps of a tick and the batches between lanes. */
-/* Runs lane k's step `step` (AOI_PHASE_*) of the tick, timing it: every
-   lane must have finished the step before. */
+/* Runs lane k's step `step` (AOI_PHASE_*) of the tick, timing it (on the
+   thread's CPU clock too when `cpu`): every lane must have finished the
+   step before. */
 void aoi__lane_step(aoi__worker *k, uint32_t step,
-                    const aoi__tick_command *cmd);
+                    const aoi__tick_command *cmd, bool cpu);
 /* Runs a tick on one thread, every lane's steps in turn, with the queues
    on the op rings. */
 void aoi__tick_on_host(struct aoi_world *world,

@@ -323,7 +323,8 @@ static int start(aoi_world *w, bool alone, int *how)
     w->command.on_host = runs_here(w, alone);
     *how = w->command.on_host ? GO_HERE : GO_LANES;
   }
-  w->serial_cpu_ns = cpu ? aoi__cpu_ns() - c0 : 0;
+  w->cpu_mark = c0;
+  w->serial_cpu_ns = 0;
   return 0;
 }
 
@@ -486,11 +487,13 @@ static void publish_stats(aoi_world *w)
 }
 
 /* The end of a tick, once every lane has finished its steps: the lanes'
-   results collected, the arrays recycled, the stats published. */
-static void finish(aoi_world *w)
+   results collected, the arrays recycled, the stats published. `whole`:
+   this thread ran the tick from its start, whose CPU clock reading
+   (cpu_mark) times the whole tick as serial. */
+static void finish(aoi_world *w, bool whole)
 {
   bool cpu = w->config.measure_cpu != 0;
-  uint64_t c0 = cpu ? aoi__cpu_ns() : 0;
+  uint64_t c0 = !cpu ? 0 : whole ? w->cpu_mark : aoi__cpu_ns();
   w->tick++;
   end_queues(w);
   int rc = sum_results(w);
@@ -537,11 +540,11 @@ static void push_lanes(aoi_world *w, unsigned from)
 static void run_lanes(aoi_world *w, aoi__worker *k)
 {
   for (;;) {
-    aoi__lane_step(k, w->step, &w->command);
+    aoi__lane_step(k, w->step, &w->command, w->config.measure_cpu != 0);
     if (atomic_fetch_sub(&w->lanes_left, 1) != 1)
       return; /* another lane goes on: w is not ours to touch */
     if (w->step == AOI_PHASE_COMPUTE) {
-      finish(w);
+      finish(w, false);
       complete(w);
       return;
     }
@@ -562,6 +565,8 @@ static void lane_task(aoi__task *t)
 static void go(aoi_world *w, int how, bool share)
 {
   if (how == GO_LANES) {
+    if (w->config.measure_cpu != 0)
+      w->serial_cpu_ns = aoi__cpu_ns() - w->cpu_mark;
     w->step = AOI_PHASE_APPLY;
     push_lanes(w, share ? 1 : 0);
     if (share)
@@ -570,7 +575,7 @@ static void go(aoi_world *w, int how, bool share)
   }
   if (how == GO_HERE)
     aoi__tick_on_host(w, &w->command);
-  finish(w);
+  finish(w, true);
   complete(w);
 }
 

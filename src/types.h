@@ -624,7 +624,10 @@ struct aoi_world {
   /* the step the lanes are at, and how many have yet to finish it */
   uint32_t step;
   _Atomic uint32_t lanes_left;
-  uint64_t serial_cpu_ns; /* with measure_cpu: before and after the steps */
+  /* With measure_cpu: the thread's CPU clock at the tick's start, and the
+     CPU time before and after the steps (all of it, for a tick one
+     thread ran whole) */
+  uint64_t cpu_mark, serial_cpu_ns;
 
   /* host side */
   aoi__idmap ids;
