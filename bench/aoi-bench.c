@@ -71,6 +71,29 @@
  *   checksum        of every event of every tick, warm-up included: the same
  *                   for every thread and shard count, and every
  *                   algorithm's
+ *   work, span      with --measure-cpu on (aoi_config.measure_cpu, the
+ *                   default): aoi_stats work_ns, the tick's CPU time on
+ *                   every thread, and span_ns, the sum over the phases of
+ *                   the slowest lane's CPU time plus the serial part;
+ *                   medians. predicted speedup = work / span: what as many
+ *                   free cores as lanes would give over this run's own
+ *                   work on one core (scripts/scaling.sh divides the
+ *                   1-thread run's tick by each span instead)
+ *   os threads      the process's threads after the warm-up tick, the
+ *                   entries of /proc/self/task: the main thread, the
+ *                   engine's, and the delivery's (threads - 1)
+ *
+ * --worlds K runs K worlds of N / K entities at once, each over a side
+ * sized for its own N / K (the same density: a smaller copy of the crowd)
+ * and seeded --seed + its index, all AOI_RUN_POOL on one pool of
+ * --threads threads. A frame submits to every world in turn, ticks them
+ * all with one aoi_tick_many (tick: its wall time), and delivers every
+ * world's segments on the delivery threads (frame = submit + tick +
+ * delivery, as for one world). Work sums the worlds' work_ns; the span is
+ * the makespan of list scheduling: each world one job of its span_ns,
+ * given in order to the least loaded of the pool's threads. The checksum
+ * folds each world's in order. The algorithms run one world, so
+ * --baseline and --verify are refused; so are the shard tables.
  *
  * The cliff scenarios (outlier, spectator, mixed-radius, flood: scenario.c)
  * are the uniform crowd plus an odd part that should cost little: one far
@@ -109,6 +132,7 @@
 #include "report.h"
 #include "scenario.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <float.h>
@@ -371,6 +395,16 @@ static uint64_t drain_engine(aoi_world *world, drain_list *list,
 
 /* ---- parallel delivery -------------------------------------------------- */
 
+/* One world of a run, as the host keeps it: its crowd, its world, and the
+   checksum of every event delivered from it. A run has --worlds of them. */
+typedef struct world_run {
+  crowd *c;
+  aoi_world *world;
+  aoi_ref *refs;     /* --refs: the host's references, by crowd slot */
+  uint64_t checksum; /* of every tick's events, warm-up included */
+  uint64_t drained;  /* events delivered in the last tick */
+} world_run;
+
 /* What one delivery thread took: every event copied into its wire buffer
    (as a server encodes them for sending), and where each watcher's begin.
    Each on its own cache line: the threads write their counts at every
@@ -378,8 +412,9 @@ static uint64_t drain_engine(aoi_world *world, drain_list *list,
 typedef struct wire {
   _Alignas(64) aoi_event *events;
   size_t count, capacity;
-  uint64_t *watchers; /* (watcher, first event) pairs */
+  uint64_t *watchers; /* (world, watcher, first event) triples */
   size_t watcher_count, watcher_capacity;
+  unsigned world; /* the world being delivered */
 } wire;
 
 static void wire_take(void *user, uint64_t watcher, uint64_t tag,
@@ -391,22 +426,32 @@ static void wire_take(void *user, uint64_t watcher, uint64_t tag,
     out->capacity = (out->count + count) * 2;
     out->events = bench_realloc(out->events, out->capacity, sizeof(aoi_event));
   }
-  if (out->watcher_count + 2 > out->watcher_capacity) {
-    out->watcher_capacity = out->watcher_capacity * 2 + 64;
+  if (out->watcher_count + 3 > out->watcher_capacity) {
+    out->watcher_capacity = out->watcher_capacity * 2 + 96;
     out->watchers = bench_realloc(out->watchers, out->watcher_capacity,
                                   sizeof(uint64_t));
   }
   memcpy(out->events + out->count, events, sizeof(aoi_event) * count);
+  out->watchers[out->watcher_count++] = out->world;
   out->watchers[out->watcher_count++] = watcher;
   out->watchers[out->watcher_count++] = out->count;
   out->count += count;
 }
 
-/* Delivery threads: thread i takes segments i, i + threads, ... of the
-   world between two barriers; the main thread is thread 0. */
+/* One segment of one world to deliver. */
+typedef struct delivery_job {
+  unsigned world, segment;
+} delivery_job;
+
+/* Delivery threads: every segment of every world is a job, in world order,
+   and thread i takes jobs i, i + threads, ... between two barriers; the
+   main thread is thread 0. With one world, thread i takes its segments i,
+   i + threads, ... */
 typedef struct delivery {
-  aoi_world *world;
-  unsigned threads, segments;
+  world_run *worlds;
+  delivery_job *jobs;
+  size_t job_count;
+  unsigned threads;
   wire *wires;
   pthread_t *ids;
   pthread_barrier_t start, done;
@@ -422,8 +467,12 @@ static void deliver_share(delivery *d, unsigned index)
 {
   wire *out = &d->wires[index];
   out->count = out->watcher_count = 0;
-  for (unsigned s = index; s < d->segments; s += d->threads)
-    check(aoi_deliver(d->world, s, wire_take, out), "aoi_deliver");
+  for (size_t j = index; j < d->job_count; j += d->threads) {
+    out->world = d->jobs[j].world;
+    check(aoi_deliver(d->worlds[out->world].world, d->jobs[j].segment,
+                      wire_take, out),
+          "aoi_deliver");
+  }
 }
 
 static void *delivery_main(void *arg)
@@ -440,12 +489,19 @@ static void *delivery_main(void *arg)
   return NULL;
 }
 
-static void delivery_init(delivery *d, aoi_world *world, unsigned threads)
+static void delivery_init(delivery *d, world_run *worlds, unsigned count,
+                          unsigned threads)
 {
   memset(d, 0, sizeof(*d));
-  d->world = world;
+  d->worlds = worlds;
   d->threads = threads ? threads : 1;
-  d->segments = aoi_delivery_segments(world);
+  for (unsigned i = 0; i < count; i++)
+    d->job_count += aoi_delivery_segments(worlds[i].world);
+  d->jobs = bench_calloc(d->job_count, sizeof(*d->jobs));
+  size_t j = 0;
+  for (unsigned i = 0; i < count; i++)
+    for (unsigned s = 0; s < aoi_delivery_segments(worlds[i].world); s++)
+      d->jobs[j++] = (delivery_job){i, s};
   /* (aligned as the type asks: calloc promises less) */
   d->wires = aligned_alloc(_Alignof(wire), sizeof(wire) * d->threads);
   if (d->wires == NULL)
@@ -477,6 +533,7 @@ static void delivery_free(delivery *d)
   }
   free(d->wires);
   free(d->ids);
+  free(d->jobs);
 }
 
 /* Takes every event of the tick out on all delivery threads. */
@@ -489,20 +546,27 @@ static void deliver_engine(delivery *d)
     pthread_barrier_wait(&d->done);
 }
 
-/* The checksum of what the delivery threads took; returns the events. */
-static uint64_t hash_wires(const delivery *d, uint64_t *checksum)
+/* Folds what the delivery threads took into each world's checksum and
+   `drained`; returns the events of all worlds together. */
+static uint64_t hash_wires(const delivery *d, world_run *worlds,
+                           unsigned count)
 {
-  uint64_t total = 0, h = *checksum;
+  uint64_t total = 0;
+  for (unsigned w = 0; w < count; w++)
+    worlds[w].drained = 0;
   for (unsigned i = 0; i < d->threads; i++) {
     const wire *out = &d->wires[i];
-    for (size_t j = 0; j < out->watcher_count; j += 2) {
-      size_t from = out->watchers[j + 1];
-      size_t to = j + 2 < out->watcher_count ? out->watchers[j + 3] : out->count;
-      h += hash_watcher(out->watchers[j], out->events + from, to - from);
+    for (size_t j = 0; j < out->watcher_count; j += 3) {
+      world_run *w = &worlds[out->watchers[j]];
+      size_t from = out->watchers[j + 2];
+      size_t to = j + 3 < out->watcher_count ? out->watchers[j + 5]
+                                             : out->count;
+      w->checksum +=
+          hash_watcher(out->watchers[j + 1], out->events + from, to - from);
+      w->drained += to - from;
     }
     total += out->count;
   }
-  *checksum = h;
   return total;
 }
 
@@ -653,9 +717,10 @@ static double crowd_radius(const bench_options *o, const scenario *sc)
   return o->radius * sc->radius_factor;
 }
 
-/* The scenario's crowd; with `plain`, without its odd part. */
+/* The scenario's crowd for world `world` of the run (seeded --seed +
+   world); with `plain`, without its odd part. */
 static crowd *new_crowd(const bench_options *o, const scenario_result *s,
-                        int plain)
+                        int plain, unsigned world)
 {
   crowd_params params;
   memset(&params, 0, sizeof(params));
@@ -664,7 +729,7 @@ static crowd *new_crowd(const bench_options *o, const scenario_result *s,
   params.step = s->step;
   params.players = o->players;
   params.radius = (float)s->radius;
-  params.seed = o->seed;
+  params.seed = o->seed + world;
   params.sparse_ids = o->sparse_ids;
   params.plain = plain;
   params.outlier_x = o->outlier_x;
@@ -705,11 +770,14 @@ static double ns_to_ms(uint64_t ns)
 /* Per measured tick, what a run keeps until it summarizes. */
 typedef struct samples {
   double *tick, *submit, *drain, *checksum, *frame, *phase[AOI_PHASE_COUNT];
+  double *work, *span;
 } samples;
 
 static void samples_init(samples *t, unsigned ticks)
 {
   t->tick = bench_calloc(ticks, sizeof(double));
+  t->work = bench_calloc(ticks, sizeof(double));
+  t->span = bench_calloc(ticks, sizeof(double));
   t->submit = bench_calloc(ticks, sizeof(double));
   t->drain = bench_calloc(ticks, sizeof(double));
   t->checksum = bench_calloc(ticks, sizeof(double));
@@ -721,6 +789,8 @@ static void samples_init(samples *t, unsigned ticks)
 static void samples_free(samples *t)
 {
   free(t->tick);
+  free(t->work);
+  free(t->span);
   free(t->submit);
   free(t->drain);
   free(t->checksum);
@@ -790,17 +860,57 @@ static void algo_run_finish(algo_run *r, unsigned ticks, algo_result *out)
   free(r->frame);
 }
 
+/* The process's threads now, counted from the entries of /proc/self/task;
+   -1 where /proc cannot tell. */
+static long os_thread_count(void)
+{
+  DIR *dir = opendir("/proc/self/task");
+  if (dir == NULL)
+    return -1;
+  long n = 0;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL)
+    n += e->d_name[0] != '.';
+  closedir(dir);
+  return n;
+}
+
+/* The span of `count` worlds ticked together on `threads` threads, as
+   list scheduling estimates it: each world is one job as long as its own
+   span, given in order to the thread least loaded so far; the span is the
+   most any thread carries (the makespan). For one world, its span.
+   `load` has room for `threads` counters. */
+static uint64_t schedule_span(const uint64_t *spans, unsigned count,
+                              unsigned threads, uint64_t *load)
+{
+  memset(load, 0, sizeof(*load) * threads);
+  uint64_t most = 0;
+  for (unsigned i = 0; i < count; i++) {
+    unsigned least = 0;
+    for (unsigned k = 1; k < threads; k++)
+      if (load[k] < load[least])
+        least = k;
+    load[least] += spans[i];
+    if (load[least] > most)
+      most = load[least];
+  }
+  return most;
+}
+
 /* One run of the engine at `threads`, of the scenario's crowd or, with
    `plain`, of the crowd without its odd part; with `lockstep`, every
    algorithm of --baseline runs beside it and every tick is verified
    against each, and when `algos` is not NULL their figures are kept there
-   (o->algo_count of them). */
+   (o->algo_count of them). With --worlds K above 1, K worlds of
+   o->entities each (o is the per-world copy run_scenario makes) run on one
+   pool of `threads` threads and tick together through aoi_tick_many;
+   lockstep is then never asked for. */
 static void run_engine(const bench_options *o, const scenario_result *s,
                        unsigned threads, int plain, int lockstep,
                        run_result *r, algo_result *algos)
 {
   unsigned ticks = o->ticks, from = ticks / 2; /* allocs: the last half */
-  crowd *c = new_crowd(o, s, plain);
+  unsigned count = o->worlds;
   heap_meter meter;
   meter_init(&meter);
   aoi_allocator hook = {meter_alloc, meter_realloc, meter_free, &meter};
@@ -808,83 +918,137 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   make_config(o, s, &config);
   config.threads = threads;
   config.allocator = &hook;
+  config.measure_cpu = (unsigned)o->measure_cpu;
 
   rss_reset();
-  aoi_world *world;
-  check(aoi_create(&config, &world), "aoi_create");
+  aoi_pool *pool = NULL;
+  if (count > 1) {
+    /* The pool itself is not counted in the heap: only the worlds are. */
+    aoi_pool_config pool_config;
+    aoi_pool_config_default(&pool_config);
+    pool_config.threads = threads;
+    pool_config.pin_threads = (unsigned)o->pin;
+    check(aoi_pool_create(&pool_config, &pool), "aoi_pool_create");
+    config.run = AOI_RUN_POOL;
+    config.pool = pool;
+    config.threads = 0; /* a lane per pool thread */
+    config.pin_threads = 0;
+  }
+  world_run *wr = bench_calloc(count, sizeof(*wr));
+  aoi_world **worlds = bench_calloc(count, sizeof(*worlds));
+  int *results = bench_calloc(count, sizeof(*results));
+  for (unsigned i = 0; i < count; i++) {
+    check(aoi_create(&config, &wr[i].world), "aoi_create");
+    worlds[i] = wr[i].world;
+    wr[i].checksum = BENCH_CHECKSUM_SEED;
+  }
+  r->world_empty_bytes =
+      (double)atomic_load_explicit(&meter.live, memory_order_relaxed) /
+      count;
+  for (unsigned i = 0; i < count; i++) {
+    wr[i].c = new_crowd(o, s, plain, i);
+    /* The crowd's slots and a cliff's odd entity. */
+    if (o->refs)
+      wr[i].refs = bench_calloc((size_t)o->entities + 1, sizeof(aoi_ref));
+  }
   size_t beside = lockstep ? o->algo_count : 0;
   algo_run runs[ALGO_COUNT];
   for (size_t k = 0; k < beside; k++)
     algo_run_init(&runs[k], o->algos[k], o, s, &config);
-  aoi_stats stats;
-  check(aoi_world_stats(world, &stats), "aoi_stats_get");
+  aoi_stats stats, st;
+  check(aoi_world_stats(wr[0].world, &stats), "aoi_stats_get");
   unsigned shards = stats.shards;
+  /* The threads a tick may use at once: the world's lanes, or the pool's
+     threads that all worlds share. */
+  unsigned lanes = pool != NULL ? aoi_pool_threads(pool) : stats.threads;
   double *shard_ns = bench_calloc(shards, sizeof(double));
+  uint64_t *spans = bench_calloc(count, sizeof(uint64_t));
+  uint64_t *load = bench_calloc(lanes, sizeof(uint64_t));
   samples t;
   samples_init(&t, ticks);
   drain_list list = {NULL, 0, 0};
-  /* The crowd's slots and a cliff's odd entity. */
-  aoi_ref *refs = o->refs ? bench_calloc((size_t)o->entities + 1,
-                                         sizeof(aoi_ref))
-                          : NULL;
   aoi_move_op *batch = NULL;
   size_t batch_room = 0;
-  delivery pool;
-  delivery_init(&pool, world, lockstep ? 1 : stats.threads);
-  char label[96];
-  snprintf(label, sizeof(label), "%s%s t=%u%s", s->sc->name,
-           plain ? " plain" : "", threads, lockstep ? " verify" : "");
+  delivery deliver;
+  delivery_init(&deliver, wr, count, lockstep ? 1 : lanes);
+  char label[96], worlds_label[32] = "";
+  if (count > 1)
+    snprintf(worlds_label, sizeof(worlds_label), " worlds=%u", count);
+  snprintf(label, sizeof(label), "%s%s t=%u%s%s", s->sc->name,
+           plain ? " plain" : "", threads, worlds_label,
+           lockstep ? " verify" : "");
 
-  uint64_t checksum = BENCH_CHECKSUM_SEED;
   double updates = 0, events = 0, ghosts = 0, handoffs = 0;
   uint64_t allocs_tick = 0, allocs_submit = 0, allocs_drain = 0;
+  r->os_threads = -1;
   for (unsigned tick = 0; tick <= ticks; tick++) {
     bench_progress("[%s] tick %u/%u", label, tick, ticks);
-    size_t n;
-    const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
+    const bench_op *ops = NULL; /* the last world's: lockstep has one */
+    size_t n = 0, total = 0;
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
-    if (o->batch && n > batch_room) {
-      free(batch);
-      batch_room = n;
-      batch = bench_calloc(batch_room, sizeof(aoi_move_op));
+    for (unsigned i = 0; i < count; i++) {
+      ops = tick ? crowd_next(wr[i].c, &n) : crowd_start(wr[i].c, &n);
+      if (o->batch && n > batch_room) {
+        free(batch);
+        batch_room = n;
+        batch = bench_calloc(batch_room, sizeof(aoi_move_op));
+      }
+      submit_engine(wr[i].world, o, ops, n, wr[i].refs,
+                    o->batch ? batch : NULL);
+      total += n;
     }
-    submit_engine(world, o, ops, n, refs, o->batch ? batch : NULL);
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
-    check(aoi_tick(world), "aoi_tick");
+    if (count == 1)
+      check(aoi_tick(wr[0].world), "aoi_tick");
+    else
+      check(aoi_tick_many(worlds, count, results), "aoi_tick_many");
     uint64_t a2 = meter_calls(&meter), s2 = bench_now_ns();
     uint64_t drained;
     if (lockstep) {
-      drained = drain_engine(world, &list, &checksum);
+      drained = drain_engine(wr[0].world, &list, &wr[0].checksum);
+      wr[0].drained = drained;
     } else {
-      deliver_engine(&pool);
+      deliver_engine(&deliver);
     }
     uint64_t a3 = meter_calls(&meter), s3 = bench_now_ns();
     if (!lockstep)
-      drained = hash_wires(&pool, &checksum);
+      drained = hash_wires(&deliver, wr, count);
     uint64_t s4 = bench_now_ns();
-    check(aoi_world_stats(world, &stats), "aoi_stats_get");
-    if (drained != stats.events)
-      bench_die("tick %" PRIu64 ": drained %" PRIu64 " events, aoi_stats"
-                " says %" PRIu64,
-                stats.tick, drained, stats.events);
+    uint64_t work = 0;
+    for (unsigned i = 0; i < count; i++) {
+      check(aoi_world_stats(wr[i].world, &st), "aoi_stats_get");
+      if (wr[i].drained != st.events)
+        bench_die("tick %" PRIu64 ": drained %" PRIu64 " events from world"
+                  " %u, aoi_stats says %" PRIu64,
+                  st.tick, wr[i].drained, i, st.events);
+      ghosts += tick ? (double)st.ghosts : 0;
+      handoffs += tick ? (double)st.handoffs : 0;
+      work += st.work_ns;
+      spans[i] = st.span_ns;
+      if (i == 0)
+        stats = st;
+    }
     for (size_t k = 0; k < beside; k++) {
       algo_run_tick(&runs[k], tick, ops, n);
       verify_tick(label, stats.tick, &list, runs[k].a);
     }
-    if (tick == 0)
+    if (tick == 0) {
+      /* Every thread the run uses is up once a tick has run. */
+      r->os_threads = os_thread_count();
       continue;
+    }
     unsigned m = tick - 1;
     t.submit[m] = ns_to_ms(s1 - s0);
     t.tick[m] = ns_to_ms(s2 - s1);
     t.drain[m] = ns_to_ms(s3 - s2);
     t.checksum[m] = ns_to_ms(s4 - s3);
     t.frame[m] = ns_to_ms(s3 - s0);
+    t.work[m] = ns_to_ms(work);
+    t.span[m] = ns_to_ms(schedule_span(spans, count, lanes, load));
     for (int p = 0; p < AOI_PHASE_COUNT; p++)
       t.phase[p][m] = ns_to_ms(stats.phase_ns[p]);
-    updates += (double)n;
+    updates += (double)total;
     events += (double)drained;
-    ghosts += (double)stats.ghosts;
-    handoffs += (double)stats.handoffs;
     for (unsigned i = 0; i < shards && i < stats.shards; i++)
       shard_ns[i] += (double)stats.shard_ns[i];
     if (m >= from) {
@@ -895,29 +1059,40 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   }
   bench_progress_clear();
 
+  r->worlds = count;
   r->threads_asked = threads;
-  r->threads = stats.threads;
+  r->threads = lanes;
   r->shards = shards;
-  r->rebalances = stats.rebalances;
-  r->shard = bench_calloc(shards, sizeof(*r->shard));
-  double *per_worker = bench_calloc(stats.threads, sizeof(double));
-  double *owned = bench_calloc(shards, sizeof(double));
-  for (unsigned i = 0; i < shards; i++) {
-    aoi_shard_info info;
-    check(aoi_shard(world, i, &info), "aoi_shard_info_get");
-    r->shard[i].worker = info.worker;
-    r->shard[i].entities = info.entities;
-    r->shard[i].ghosts = info.ghosts;
-    r->shard[i].compute_ms = ns_to_ms((uint64_t)shard_ns[i]) / ticks;
-    if (info.worker < stats.threads)
-      per_worker[info.worker] += shard_ns[i];
-    owned[i] = info.entities;
+  r->rebalances = 0;
+  for (unsigned i = 0; i < count; i++) {
+    check(aoi_world_stats(wr[i].world, &st), "aoi_stats_get");
+    r->rebalances += st.rebalances;
   }
-  r->imbalance = max_over_mean(shard_ns, shards);
-  r->worker_imbalance = max_over_mean(per_worker, stats.threads);
-  r->entity_imbalance = max_over_mean(owned, shards);
-  free(per_worker);
-  free(owned);
+  if (count == 1) {
+    /* The shard figures of one world; for many they would mix worlds. */
+    r->shard = bench_calloc(shards, sizeof(*r->shard));
+    double *per_worker = bench_calloc(stats.threads, sizeof(double));
+    double *owned = bench_calloc(shards, sizeof(double));
+    for (unsigned i = 0; i < shards; i++) {
+      aoi_shard_info info;
+      check(aoi_shard(wr[0].world, i, &info), "aoi_shard_info_get");
+      r->shard[i].worker = info.worker;
+      r->shard[i].entities = info.entities;
+      r->shard[i].ghosts = info.ghosts;
+      r->shard[i].compute_ms = ns_to_ms((uint64_t)shard_ns[i]) / ticks;
+      if (info.worker < stats.threads)
+        per_worker[info.worker] += shard_ns[i];
+      owned[i] = info.entities;
+    }
+    r->imbalance = max_over_mean(shard_ns, shards);
+    r->worker_imbalance = max_over_mean(per_worker, stats.threads);
+    r->entity_imbalance = max_over_mean(owned, shards);
+    free(per_worker);
+    free(owned);
+  } else {
+    r->shard = NULL;
+    r->imbalance = r->worker_imbalance = r->entity_imbalance = NAN;
+  }
   free(shard_ns);
 
   r->peak_rss_bytes = rss_peak();
@@ -926,7 +1101,13 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   r->allocs_per_tick = (double)allocs_tick / (ticks - from);
   r->submit_allocs_per_tick = (double)allocs_submit / (ticks - from);
   r->drain_allocs_per_tick = (double)allocs_drain / (ticks - from);
-  r->checksum = checksum;
+  /* One world's checksum as it is; several folded in world order. */
+  r->checksum = wr[0].checksum;
+  if (count > 1) {
+    r->checksum = BENCH_CHECKSUM_SEED;
+    for (unsigned i = 0; i < count; i++)
+      r->checksum = hash_mix(r->checksum, wr[i].checksum);
+  }
   r->verified = lockstep;
   r->updates_per_tick = updates / ticks;
   r->events_per_tick = events / ticks;
@@ -942,19 +1123,36 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   r->frame_ms_median = quantile(t.frame, ticks, 0.5);
   r->parallel_delivery = !lockstep;
   for (int p = 0; p < AOI_PHASE_COUNT; p++)
-    r->phase_ms_median[p] = quantile(t.phase[p], ticks, 0.5);
+    r->phase_ms_median[p] =
+        count == 1 ? quantile(t.phase[p], ticks, 0.5) : NAN;
+  r->work_ms_median = r->span_ms_median = r->predicted_speedup = NAN;
+  if (o->measure_cpu) {
+    r->work_ms_median = quantile(t.work, ticks, 0.5);
+    r->span_ms_median = quantile(t.span, ticks, 0.5);
+    if (r->span_ms_median > 0)
+      r->predicted_speedup = r->work_ms_median / r->span_ms_median;
+  }
 
   for (size_t k = 0; k < beside; k++)
     algo_run_finish(&runs[k], ticks, algos != NULL ? &algos[k] : NULL);
-  delivery_free(&pool);
-  aoi_destroy(world);
+  delivery_free(&deliver);
+  for (unsigned i = 0; i < count; i++)
+    check(aoi_destroy(wr[i].world), "aoi_destroy");
+  check(aoi_pool_destroy(pool), "aoi_pool_destroy");
   long long leaked = atomic_load_explicit(&meter.live, memory_order_relaxed);
   if (leaked != 0)
     fprintf(stderr, "aoi-bench: warning: [%s] the engine still holds %lld"
             " bytes of the allocator hook after aoi_destroy\n",
             label, leaked);
-  crowd_destroy(c);
-  free(refs);
+  for (unsigned i = 0; i < count; i++) {
+    crowd_destroy(wr[i].c);
+    free(wr[i].refs);
+  }
+  free(wr);
+  free(worlds);
+  free(results);
+  free(spans);
+  free(load);
   free(batch);
   free(list.items);
   samples_free(&t);
@@ -965,7 +1163,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
 static void run_algo(const bench_options *o, const scenario_result *s,
                      const algo_class *cls, int plain, algo_result *out)
 {
-  crowd *c = new_crowd(o, s, plain);
+  crowd *c = new_crowd(o, s, plain, 0);
   aoi_config config;
   make_config(o, s, &config);
   algo_run r;
@@ -1018,12 +1216,17 @@ static double ratio(double a, double b)
    status: 1 when the checksums disagree. */
 static int run_scenario(const bench_options *o, const scenario *sc)
 {
+  /* What one world of the run sees: its share of the entities (all of
+     them for one world), and a side sized for that share, so that each of
+     --worlds worlds is a smaller copy of the crowd at its density. */
+  bench_options world_options = *o;
+  world_options.entities = o->entities / o->worlds;
   scenario_result s;
   memset(&s, 0, sizeof(s));
   s.sc = sc;
   s.radius = crowd_radius(o, sc);
   s.neighbours = o->neighbours * sc->neighbours_factor;
-  s.side = world_side(o, &s);
+  s.side = world_side(&world_options, &s);
   s.step = o->step_given ? o->step : s.radius / 20;
   s.tower_side = o->tower_side > 0 ? o->tower_side : s.radius;
   s.max_radius = max_radius_of(o, sc);
@@ -1036,11 +1239,11 @@ static int run_scenario(const bench_options *o, const scenario *sc)
     run_result *r = &s.runs[k], plain;
     if (sc->odd != BENCH_ODD_NONE) {
       memset(&plain, 0, sizeof(plain));
-      run_engine(o, &s, o->threads[k], 1, o->verify, &plain,
+      run_engine(&world_options, &s, o->threads[k], 1, o->verify, &plain,
                  k == 0 ? s.plain_algos : NULL);
       free(plain.shard);
     }
-    run_engine(o, &s, o->threads[k], 0, o->verify, r,
+    run_engine(&world_options, &s, o->threads[k], 0, o->verify, r,
                k == 0 ? s.algos : NULL);
     if (sc->odd != BENCH_ODD_NONE) {
       r->has_plain = 1;
@@ -1146,7 +1349,8 @@ static void usage(FILE *out)
       "  --ticks T          measured ticks, after one warm-up (default 50)\n"
       "  --threads LIST     worker threads, comma-separated: a sweep;\n"
       "                     0 = one per core (default $AOI_THREADS, else 0)\n"
-      "  --shards N         spatial shards; 0 = one per thread (default 0)\n"
+      "  --shards N         spatial shards (of each world); 0 = one per\n"
+      "                     thread (default 0)\n"
       "  --seed N           PRNG seed (default 1)\n"
       "  --players P        share of entities that are players, watcher and\n"
       "                     marker; the rest are NPCs, markers only "
@@ -1154,6 +1358,17 @@ static void usage(FILE *out)
       "  --moves on|off     move events (default on)\n"
       "  --pin on|off       bind each worker thread to a CPU\n"
       "                     (aoi_config.pin_threads; default off)\n"
+      "  --worlds K         K worlds of N / K entities each (N: --entities,\n"
+      "                     a multiple of K), each sized for its own share,\n"
+      "                     so each is a smaller copy of the crowd at the\n"
+      "                     same density, seeded --seed + 0 .. K - 1; all on\n"
+      "                     one pool of --threads threads (AOI_RUN_POOL, a\n"
+      "                     lane per pool thread), ticked by one\n"
+      "                     aoi_tick_many a frame. No --baseline or --verify\n"
+      "                     (default 1: one world, threads of its own)\n"
+      "  --measure-cpu on|off  time each task on its thread's CPU clock\n"
+      "                     (aoi_config.measure_cpu) for work and span\n"
+      "                     (default on; see below)\n"
       "  --shape circle|square|cells C   view shape (default circle)\n"
       "  --hysteresis H     extra distance before leaving a view "
       "(default 0)\n"
@@ -1179,7 +1394,8 @@ static void usage(FILE *out)
       "                     nearest\n"
       "  --move-every D:P[,D:P...]  beyond D, moves are told every P ticks\n"
       "                     (aoi_config.move_bands). With any policy the\n"
-      "                     classic algorithms do not run (they have none)\n"
+      "                     classic algorithms do not run (they have none)\n");
+  fprintf(out,
       "  --refs             the engine's moves by reference: aoi_ref_of at\n"
       "                     each add (timed with submit), then aoi_move_ref\n"
       "                     (JSON: refs)\n"
@@ -1218,7 +1434,32 @@ static void usage(FILE *out)
       "over that one's (JSON: cliff_ratio, cliff_submit_ratio). Their\n"
       "max_radius is --radius, but for mixed-radius --radius x FACTOR, and\n"
       "for spectator, whose camera has radius max_radius, the library's\n"
-      "default 500 (or --radius if larger).\n");
+      "default 500 (or --radius if larger).\n"
+      "\n"
+      "work and span (JSON work_ms_median, span_ms_median: medians a tick):\n"
+      "work is the tick's CPU time on every thread together, what it would\n"
+      "take on one core; span its critical path, for each phase the slowest\n"
+      "lane's CPU time, plus the serial start and finish. predicted_speedup\n"
+      "= work / span: the speedup that as many free cores as lanes would give\n"
+      "over this run's own work on one core. It is not the speedup over a\n"
+      "1-thread run, whose work is smaller (lanes add work):\n"
+      "scripts/scaling.sh gives that one, the 1-thread run's tick over each\n"
+      "run's span. Every lane's step reads its thread's CPU clock twice: for many\n"
+      "small worlds of many lanes that costs more than their ticks, so\n"
+      "compare tick times with --measure-cpu off. os_threads: the process's\n"
+      "threads after the warm-up (/proc/self/task): the main thread, the\n"
+      "engine's workers or pool, and threads - 1 delivery threads.\n"
+      "\n"
+      "With --worlds K above 1: tick is the wall time of aoi_tick_many;\n"
+      "submit and delivery run world after world on the host, the delivery\n"
+      "on --threads threads sharing every world's segments; frame = submit\n"
+      "+ tick + delivery, as for one world. work is the sum of the worlds',\n"
+      "and span a list-scheduling estimate: each world one job as long as\n"
+      "its span, given in order to the least loaded of the pool's threads;\n"
+      "the most one carries. The checksum folds the worlds' in order, so it\n"
+      "is the same at every thread count. The shard, phase and imbalance\n"
+      "figures are one world's and left out; world_empty_bytes is one\n"
+      "world's heap before its first add.\n");
 }
 
 static void usage_error(const char *format, ...)
@@ -1431,6 +1672,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
   o->mix_factor = 10;
   o->flood = 16;
   o->walk_share = 0.05;
+  o->worlds = 1;
+  o->measure_cpu = 1;
   const char *scenarios = "uniform";
   const char *threads = getenv("AOI_THREADS");
   const char *threads_flag = "AOI_THREADS";
@@ -1553,6 +1796,10 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->moves = parse_switch(flag, value);
     else if (strcmp(flag, "--pin") == 0)
       o->pin = parse_switch(flag, value);
+    else if (strcmp(flag, "--measure-cpu") == 0)
+      o->measure_cpu = parse_switch(flag, value);
+    else if (strcmp(flag, "--worlds") == 0)
+      o->worlds = (unsigned)parse_unsigned(flag, value, 1, 1000000);
     else if (strcmp(flag, "--shape") == 0) {
       if (strcmp(value, "circle") == 0)
         o->shape = AOI_SHAPE_CIRCLE;
@@ -1605,6 +1852,17 @@ static void parse_options(int argc, char **argv, bench_options *o)
       usage_error("--baseline and --verify need a world without --appeal,"
                   " --cap or --move-every (the classic algorithms have no"
                   " policies)");
+    no_baseline = 1;
+  }
+  if (o->entities % o->worlds != 0)
+    usage_error("--worlds: %" PRIu32 " entities do not split into %u worlds"
+                " of equal size (--entities must be a multiple of --worlds)",
+                o->entities, o->worlds);
+  if (o->worlds > 1) {
+    /* the algorithms run one world: the engine runs alone */
+    if (baseline_given || o->verify)
+      usage_error("--baseline and --verify run one world: not with"
+                  " --worlds %u", o->worlds);
     no_baseline = 1;
   }
   if (!no_baseline)

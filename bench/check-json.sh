@@ -31,7 +31,9 @@ numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
   plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio
   outlier_x outlier_y mix_share mix_radius flood baseline_cliff_ratio
-  tower_side walk_share cap spectator_cap"
+  tower_side walk_share cap spectator_cap worlds world_entities
+  world_empty_bytes work_ms_median span_ms_median predicted_speedup
+  os_threads"
 algo_keys="tick_ms_median submit_ms_median frame_ms_median events_per_tick
   bytes_per_entity"
 for a in brute ninegrid tower xlist; do

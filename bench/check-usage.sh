@@ -83,6 +83,12 @@ expect 2 --tower-side -3
 expect 2 --tower-side nan
 expect 2 --force-brute=yes
 expect 2 --refs=yes
+expect 2 --worlds 0
+expect 2 --worlds x
+expect 2 --worlds 3 --entities 10
+expect 2 --worlds 2 --entities 10 --verify
+expect 2 --worlds 2 --entities 10 --baseline tower
+expect 2 --measure-cpu maybe
 expect 0 --baseline xlist,brute --force-brute --scenario sparse --entities 300 \
   --ticks 1 --threads 1 --tower-side 4
 expect 0 --scenario mixed-radius --max-radius 50 --mix 0.05:5 --entities 200 \
@@ -92,7 +98,8 @@ expect 0 --help
 grep -q churn "$tmp/out" || { echo "check-usage: --help lists no scenarios" >&2; fail=1; }
 for word in mixed-radius --outlier-at --mix --flood --walkers --spectator-cap --max-radius cliff_ratio \
   --baseline --tower-side --force-brute brute ninegrid tower xlist sparse \
-  --refs; do
+  --refs --worlds --measure-cpu work_ms_median span_ms_median \
+  predicted_speedup os_threads aoi_tick_many; do
   grep -q -e "$word" "$tmp/out" ||
     { echo "check-usage: --help does not tell of $word" >&2; fail=1; }
 done

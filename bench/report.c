@@ -7,7 +7,9 @@
  * JSON and `-` for people; so are the cliff figures (plain_*, cliff_*, and
  * the odd part's parameters) of a scenario that has no odd part. The
  * baseline_* keys are the first algorithm's; every algorithm has its own
- * algo_NAME_* keys on every line, whether it ran or not.
+ * algo_NAME_* keys on every line, whether it ran or not. A run of several
+ * worlds (--worlds) leaves out what belongs to one world: the phases, the
+ * imbalances and the per-shard table.
  */
 #include "report.h"
 
@@ -84,13 +86,27 @@ static void print_run(const bench_options *o, const scenario_result *s,
   if (r->threads_asked != r->threads)
     printf(" (asked 0: one per core)");
   printf(", shards %u\n", r->shards);
-  printf("    tick ms     median %.3f  p99 %.3f  max %.3f  (aoi_tick alone)\n",
-         r->tick_ms_median, r->tick_ms_p99, r->tick_ms_max);
-  printf("    phases ms   apply %.3f  exchange %.3f  compute %.3f"
-         "  (medians of the slowest worker's)\n",
-         r->phase_ms_median[AOI_PHASE_APPLY],
-         r->phase_ms_median[AOI_PHASE_EXCHANGE],
-         r->phase_ms_median[AOI_PHASE_COMPUTE]);
+  printf("    tick ms     median %.3f  p99 %.3f  max %.3f  (%s alone)\n",
+         r->tick_ms_median, r->tick_ms_p99, r->tick_ms_max,
+         r->worlds > 1 ? "aoi_tick_many" : "aoi_tick");
+  if (r->worlds == 1)
+    printf("    phases ms   apply %.3f  exchange %.3f  compute %.3f"
+           "  (medians of the slowest worker's)\n",
+           r->phase_ms_median[AOI_PHASE_APPLY],
+           r->phase_ms_median[AOI_PHASE_EXCHANGE],
+           r->phase_ms_median[AOI_PHASE_COMPUTE]);
+  if (isfinite(r->work_ms_median))
+    printf("    cpu ms      work %.3f  span %.3f  predicted speedup %.2fx"
+           "  (medians; work / span: on as many free cores as %s)\n",
+           r->work_ms_median, r->span_ms_median, r->predicted_speedup,
+           r->worlds > 1 ? "pool threads" : "lanes");
+  printf("    os threads  ");
+  if (r->os_threads >= 0)
+    printf("%ld", r->os_threads);
+  else
+    printf("-");
+  printf("  (the process's, after the warm-up: the engine's and the"
+         " delivery's)\n");
   if (r->parallel_delivery)
     printf("    frame ms    %.3f = submit %.3f + tick + deliver %.3f  (medians;"
            " aoi_deliver on %u threads, every event copied out; checksum"
@@ -117,17 +133,19 @@ static void print_run(const bench_options *o, const scenario_result *s,
          " handoffs  (%" PRIu64 " rebalances in all)\n",
          r->updates_per_tick, r->events_per_tick, r->ghosts_per_tick,
          r->handoffs_per_tick, r->rebalances);
-  printf("    imbalance   shards %.3f  workers %.3f  entities %.3f"
-         "  (max / mean: compute time, compute time, owned entities)\n",
-         r->imbalance, r->worker_imbalance, r->entity_imbalance);
+  if (r->worlds == 1)
+    printf("    imbalance   shards %.3f  workers %.3f  entities %.3f"
+           "  (max / mean: compute time, compute time, owned entities)\n",
+           r->imbalance, r->worker_imbalance, r->entity_imbalance);
   printf("    memory      peak RSS ");
   if (r->peak_rss_bytes)
     printf("%.1f MiB", mib((double)r->peak_rss_bytes));
   else
     printf("-");
-  printf("  engine heap peak %.1f MiB = %.0f B/entity\n",
+  printf("  engine heap peak %.1f MiB = %.0f B/entity; an empty world"
+         " %.0f B\n",
          mib((double)r->heap_peak_bytes),
-         (double)r->heap_peak_bytes / o->entities);
+         (double)r->heap_peak_bytes / o->entities, r->world_empty_bytes);
   printf("    allocs      %.2f a tick  (submit %.2f, drain %.2f; last %u"
          " ticks)\n",
          r->allocs_per_tick, r->submit_allocs_per_tick,
@@ -143,7 +161,7 @@ static void print_run(const bench_options *o, const scenario_result *s,
            s->algo_count > 1 ? "every algorithm's" : "the baseline's",
            r->verified ? ", every event verified" : "");
   printf("\n");
-  if (r->shards <= 1)
+  if (r->shards <= 1 || r->shard == NULL)
     return;
   if (r->shards > 32) {
     printf("    (%u shards: per-shard table left out)\n", r->shards);
@@ -159,8 +177,10 @@ static void print_run(const bench_options *o, const scenario_result *s,
 static void print_sweep(const scenario_result *s)
 {
   int cliff = s->sc->odd != BENCH_ODD_NONE;
+  /* predicted: the first run's tick over this one's span, what this
+     run's speedup would be on as many free cores as it has threads */
   printf("\n  sweep   threads  shards  tick ms    p99 ms  speedup  "
-         "efficiency  vs baseline  %schecksum\n",
+         "efficiency   span ms  predicted  vs baseline  %schecksum\n",
          cliff ? "  cliff  " : "");
   for (size_t k = 0; k < s->run_count; k++) {
     const run_result *r = &s->runs[k];
@@ -168,6 +188,11 @@ static void print_sweep(const scenario_result *s)
     printf("          %7u  %6u  %7.3f  %8.3f  %7.2f  %10.2f  ", r->threads,
            r->shards, r->tick_ms_median, r->tick_ms_p99, r->speedup,
            r->efficiency);
+    if (isfinite(r->span_ms_median) && r->span_ms_median > 0)
+      printf("%8.3f  %8.2fx  ", r->span_ms_median,
+             s->runs[0].tick_ms_median / r->span_ms_median);
+    else
+      printf("%8s  %9s  ", "-", "-");
     if (isfinite(vs))
       printf("%10.2fx", vs);
     else
@@ -181,10 +206,15 @@ static void print_sweep(const scenario_result *s)
 void report_human(const bench_options *o, const scenario_result *s)
 {
   printf("%s: %s\n", s->sc->name, s->sc->summary);
+  if (o->worlds > 1)
+    printf("  worlds      %u of %" PRIu32 " entities each (seeds %" PRIu64
+           " to %" PRIu64 "), on one pool, ticked by aoi_tick_many\n",
+           o->worlds, o->entities / o->worlds, o->seed,
+           o->seed + o->worlds - 1);
   printf("  crowd       %" PRIu32 " entities (players %.0f%%), radius %g,"
          " ~%g neighbours, side %.1f, step %g\n",
-         o->entities, 100 * o->players, s->radius, s->neighbours, s->side,
-         s->step);
+         o->entities / o->worlds, 100 * o->players, s->radius, s->neighbours,
+         s->side, s->step);
   printf("  views       %s", shape_name(o->shape));
   if (o->shape == AOI_SHAPE_CELLS)
     printf(" %g", o->cell_size);
@@ -223,12 +253,13 @@ void report_human(const bench_options *o, const scenario_result *s)
   case BENCH_ODD_OUTLIER:
     printf("  odd part    one marker, id %" PRIu32 " + 1, standing at (%g,"
            " %g)\n",
-           o->entities, (double)o->outlier_x, (double)o->outlier_y);
+           o->entities / o->worlds, (double)o->outlier_x,
+           (double)o->outlier_y);
     break;
   case BENCH_ODD_SPECTATOR:
     printf("  odd part    one watcher (not a marker), id %" PRIu32 " + 1,"
            " radius %g, standing at the centre\n",
-           o->entities, (double)s->max_radius);
+           o->entities / o->worlds, (double)s->max_radius);
     break;
   case BENCH_ODD_MIXED:
     printf("  odd part    %g%% of the watchers have radius %g\n",
@@ -263,7 +294,8 @@ void report_human(const bench_options *o, const scenario_result *s)
     if (s->algos[k].ran && s->algos[k].cls == &algo_tower)
       printf("              (towers of side %g)\n", s->tower_side);
   if (baseline_of(s) == NULL)
-    printf("  baseline    - (--no-baseline)\n");
+    printf("  baseline    - (%s)\n",
+           o->worlds > 1 ? "none with --worlds" : "--no-baseline");
   for (size_t k = 0; k < s->run_count; k++)
     print_run(o, s, &s->runs[k]);
   if (s->run_count > 1)
@@ -363,6 +395,8 @@ static void json_run(const bench_options *o, const scenario_result *s,
   double seconds = r->tick_ms_median / 1e3;
   json_string(&j, "scenario", s->sc->name);
   json_uint(&j, "entities", o->entities);
+  json_uint(&j, "worlds", r->worlds);
+  json_uint(&j, "world_entities", o->entities / r->worlds);
   json_number(&j, "players", o->players);
   json_number(&j, "radius", s->radius);
   json_number(&j, "neighbours", s->neighbours);
@@ -401,6 +435,14 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_number(&j, "exchange_ms_median",
               r->phase_ms_median[AOI_PHASE_EXCHANGE]);
   json_number(&j, "compute_ms_median", r->phase_ms_median[AOI_PHASE_COMPUTE]);
+  json_number(&j, "work_ms_median", r->work_ms_median);
+  json_number(&j, "span_ms_median", r->span_ms_median);
+  json_number(&j, "predicted_speedup", r->predicted_speedup);
+  if (r->os_threads >= 0)
+    json_uint(&j, "os_threads", (uint64_t)r->os_threads);
+  else
+    json_null(&j, "os_threads");
+  json_bool(&j, "measure_cpu", o->measure_cpu);
   json_number(&j, "updates_per_tick", r->updates_per_tick);
   json_number(&j, "events_per_tick", r->events_per_tick);
   json_number(&j, "updates_per_s",
@@ -418,6 +460,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   else
     json_null(&j, "peak_rss_bytes");
   json_uint(&j, "heap_peak_bytes", r->heap_peak_bytes);
+  json_number(&j, "world_empty_bytes", r->world_empty_bytes);
   json_number(&j, "bytes_per_entity",
               (double)r->heap_peak_bytes / o->entities);
   json_number(&j, "allocs_per_tick", r->allocs_per_tick);

@@ -33,6 +33,10 @@ typedef struct bench_options {
   int batch; /* --batch: the engine's moves go through aoi_move_many */
   int sparse_ids; /* --sparse-ids: ids spread over 64 bits */
   int pin;        /* --pin on: aoi_config.pin_threads */
+  /* --worlds: that many worlds of entities / worlds each, on one pool;
+     run_engine and the crowds see a copy whose `entities` is a world's */
+  unsigned worlds;
+  int measure_cpu; /* --measure-cpu on: aoi_config.measure_cpu */
   /* --baseline: the algorithms run beside the engine, the first one the
      "baseline" of the JSON's baseline_* keys; none with --no-baseline */
   const algo_class *algos[ALGO_COUNT];
@@ -82,9 +86,13 @@ typedef struct shard_result {
   double compute_ms;
 } shard_result;
 
-/* One (scenario, threads) run of the engine. */
+/* One (scenario, threads) run of the engine: of one world, or of
+   --worlds worlds ticked together (then the shard figures, the phases and
+   the imbalances are left out: NAN, and `shard` NULL). */
 typedef struct run_result {
-  unsigned threads_asked, threads, shards;
+  unsigned worlds;
+  unsigned threads_asked, threads, shards; /* threads: a world's lanes, or
+                                              the pool's threads */
   double tick_ms_median, tick_ms_p99, tick_ms_max, tick_ms_mean;
   double submit_ms_median, drain_ms_median;
   /* frame: submit + tick + delivery (drain_ms: the delivery, all events
@@ -92,6 +100,12 @@ typedef struct run_result {
   double frame_ms_median, checksum_ms_median;
   int parallel_delivery; /* aoi_deliver on `threads` threads, else drain */
   double phase_ms_median[AOI_PHASE_COUNT];
+  /* With --measure-cpu on, else NAN: the median tick's CPU time on every
+     thread (work) and its critical path (span; for several worlds, the
+     list-scheduling estimate in aoi-bench.c), and work / span */
+  double work_ms_median, span_ms_median, predicted_speedup;
+  long os_threads; /* the process's threads after the warm-up; -1: unknown */
+  double world_empty_bytes; /* the heap of one world before any add */
   double updates_per_tick, events_per_tick;
   double ghosts_per_tick, handoffs_per_tick;
   uint64_t rebalances;
