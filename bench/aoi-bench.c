@@ -81,15 +81,16 @@
  *                   1-thread run's tick by each span instead)
  *   os threads      the process's threads after the warm-up tick, the
  *                   entries of /proc/self/task: the main thread, the
- *                   engine's, and the delivery's (threads - 1)
+ *                   engine's, and for one world the delivery's
+ *                   (threads - 1)
  *
  * --worlds K runs K worlds of N / K entities at once, each over a side
  * sized for its own N / K (the same density: a smaller copy of the crowd)
  * and seeded --seed + its index, all AOI_RUN_POOL on one pool of
  * --threads threads. A frame submits to every world in turn, ticks them
  * all with one aoi_tick_many (tick: its wall time), and delivers every
- * world's segments on the delivery threads (frame = submit + tick +
- * delivery, as for one world). Work sums the worlds' work_ns; the span is
+ * world's segments with one aoi_deliver_many, on the pool's threads
+ * (frame = submit + tick + delivery, as for one world). Work sums the worlds' work_ns; the span is
  * the makespan of list scheduling: each world one job of its span_ns,
  * given in order to the least loaded of the pool's threads. The checksum
  * folds each world's in order. The algorithms run one world, so
@@ -284,9 +285,10 @@ static int set_policies(aoi_world *world, const bench_options *o,
    per-entity array of references, by crowd slot) each add takes its
    entity's reference and each move goes through it. With `batch`
    (--batch: room for n moves) each run of moves goes to aoi_move_many. */
+/* `tag`: every entity's tag, or UINT64_MAX for its id (one world). */
 static void submit_engine(aoi_world *world, const bench_options *o,
                           const bench_op *ops, size_t n, aoi_ref *refs,
-                          aoi_move_op *batch)
+                          aoi_move_op *batch, uint64_t tag)
 {
   for (size_t i = 0; i < n; i++) {
     const bench_op *op = &ops[i];
@@ -307,7 +309,8 @@ static void submit_engine(aoi_world *world, const bench_options *o,
     }
     if (op->kind == BENCH_OP_ADD) {
       rc = aoi_add(world, &(aoi_entity){.id = op->id,
-                                        .tag = op->id,
+                                        .tag = tag == UINT64_MAX ? op->id
+                                                                 : tag,
                                         .x = op->x,
                                         .y = op->y,
                                         .radius = op->radius,
@@ -446,12 +449,20 @@ typedef struct delivery_job {
 /* Delivery threads: every segment of every world is a job, in world order,
    and thread i takes jobs i, i + threads, ... between two barriers; the
    main thread is thread 0. With one world, thread i takes its segments i,
-   i + threads, ... */
+   i + threads, ... With many worlds on a pool, aoi_deliver_many runs the
+   segments on the pool's threads instead, and each thread takes a wire
+   of its own at its first event of the round (many_take). */
 typedef struct delivery {
   world_run *worlds;
   delivery_job *jobs;
   size_t job_count;
   unsigned threads;
+  aoi_world **many;     /* the worlds, for aoi_deliver_many; or NULL */
+  unsigned many_count;
+  int *results;
+  unsigned wire_count;  /* wires: threads, or the pool's threads + 1 */
+  _Atomic unsigned used; /* wires taken this round */
+  unsigned round;
   wire *wires;
   pthread_t *ids;
   pthread_barrier_t start, done;
@@ -489,12 +500,44 @@ static void *delivery_main(void *arg)
   return NULL;
 }
 
+/* The round of aoi_deliver_many a thread's wire was taken in, across every
+   run of the process. */
+static _Atomic unsigned delivery_rounds;
+static _Thread_local wire *thread_wire;
+static _Thread_local unsigned thread_round;
+
+/* aoi_deliver_many's callback: the tag names the world (submit_engine). */
+static void many_take(void *user, uint64_t watcher, uint64_t tag,
+                      const aoi_event *events, size_t count)
+{
+  delivery *d = user;
+  if (thread_wire == NULL || thread_round != d->round) {
+    unsigned i = atomic_fetch_add(&d->used, 1);
+    if (i >= d->wire_count)
+      bench_die("more delivering threads than the pool has");
+    thread_wire = &d->wires[i];
+    thread_wire->count = thread_wire->watcher_count = 0;
+    thread_round = d->round;
+  }
+  thread_wire->world = (unsigned)tag;
+  wire_take(thread_wire, watcher, tag, events, count);
+}
+
 static void delivery_init(delivery *d, world_run *worlds, unsigned count,
-                          unsigned threads)
+                          unsigned threads, aoi_world **many,
+                          unsigned pool_threads)
 {
   memset(d, 0, sizeof(*d));
   d->worlds = worlds;
   d->threads = threads ? threads : 1;
+  d->wire_count = d->threads;
+  if (many != NULL) {
+    d->many = many;
+    d->many_count = count;
+    d->results = bench_calloc(count, sizeof(int));
+    d->threads = 1;
+    d->wire_count = pool_threads + 1;
+  }
   for (unsigned i = 0; i < count; i++)
     d->job_count += aoi_delivery_segments(worlds[i].world);
   d->jobs = bench_calloc(d->job_count, sizeof(*d->jobs));
@@ -503,10 +546,10 @@ static void delivery_init(delivery *d, world_run *worlds, unsigned count,
     for (unsigned s = 0; s < aoi_delivery_segments(worlds[i].world); s++)
       d->jobs[j++] = (delivery_job){i, s};
   /* (aligned as the type asks: calloc promises less) */
-  d->wires = aligned_alloc(_Alignof(wire), sizeof(wire) * d->threads);
+  d->wires = aligned_alloc(_Alignof(wire), sizeof(wire) * d->wire_count);
   if (d->wires == NULL)
     bench_die("out of memory");
-  memset(d->wires, 0, sizeof(wire) * d->threads);
+  memset(d->wires, 0, sizeof(wire) * d->wire_count);
   d->ids = bench_calloc(d->threads, sizeof(pthread_t));
   pthread_barrier_init(&d->start, NULL, d->threads);
   pthread_barrier_init(&d->done, NULL, d->threads);
@@ -527,18 +570,28 @@ static void delivery_free(delivery *d)
     pthread_join(d->ids[i], NULL);
   pthread_barrier_destroy(&d->start);
   pthread_barrier_destroy(&d->done);
-  for (unsigned i = 0; i < d->threads; i++) {
+  for (unsigned i = 0; i < d->wire_count; i++) {
     free(d->wires[i].events);
     free(d->wires[i].watchers);
   }
   free(d->wires);
+  free(d->results);
   free(d->ids);
   free(d->jobs);
 }
 
-/* Takes every event of the tick out on all delivery threads. */
+/* Takes every event of the tick out on all delivery threads, or on the
+   pool's. */
 static void deliver_engine(delivery *d)
 {
+  if (d->many != NULL) {
+    d->round = atomic_fetch_add(&delivery_rounds, 1) + 1;
+    atomic_store(&d->used, 0);
+    check(aoi_deliver_many(d->many, d->many_count, many_take, d, d->results),
+          "aoi_deliver_many");
+    return;
+  }
+  atomic_store(&d->used, d->threads);
   if (d->threads > 1)
     pthread_barrier_wait(&d->start);
   deliver_share(d, 0);
@@ -554,7 +607,7 @@ static uint64_t hash_wires(const delivery *d, world_run *worlds,
   uint64_t total = 0;
   for (unsigned w = 0; w < count; w++)
     worlds[w].drained = 0;
-  for (unsigned i = 0; i < d->threads; i++) {
+  for (unsigned i = 0; i < atomic_load(&d->used); i++) {
     const wire *out = &d->wires[i];
     for (size_t j = 0; j < out->watcher_count; j += 3) {
       world_run *w = &worlds[out->watchers[j]];
@@ -970,7 +1023,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   aoi_move_op *batch = NULL;
   size_t batch_room = 0;
   delivery deliver;
-  delivery_init(&deliver, wr, count, lockstep ? 1 : lanes);
+  delivery_init(&deliver, wr, count, lockstep ? 1 : lanes,
+                count > 1 ? worlds : NULL, lanes);
   char label[96], worlds_label[32] = "";
   if (count > 1)
     snprintf(worlds_label, sizeof(worlds_label), " worlds=%u", count);
@@ -994,7 +1048,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
         batch = bench_calloc(batch_room, sizeof(aoi_move_op));
       }
       submit_engine(wr[i].world, o, ops, n, wr[i].refs,
-                    o->batch ? batch : NULL);
+                    o->batch ? batch : NULL, count > 1 ? i : UINT64_MAX);
       total += n;
     }
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
@@ -1444,15 +1498,16 @@ static void usage(FILE *out)
       "over this run's own work on one core. It is not the speedup over a\n"
       "1-thread run, whose work is smaller (lanes add work):\n"
       "scripts/scaling.sh gives that one, the 1-thread run's tick over each\n"
-      "run's span. Every lane's step reads its thread's CPU clock twice: for many\n"
-      "small worlds of many lanes that costs more than their ticks, so\n"
-      "compare tick times with --measure-cpu off. os_threads: the process's\n"
+      "run's span. A tick spread over lanes reads its threads' CPU clocks\n"
+      "twice a lane and step, one a thread runs whole twice in all; compare\n"
+      "tick times with --measure-cpu off. os_threads: the process's\n"
       "threads after the warm-up (/proc/self/task): the main thread, the\n"
-      "engine's workers or pool, and threads - 1 delivery threads.\n"
+      "engine's workers or pool, and for one world threads - 1 delivery\n"
+      "threads.\n"
       "\n"
       "With --worlds K above 1: tick is the wall time of aoi_tick_many;\n"
-      "submit and delivery run world after world on the host, the delivery\n"
-      "on --threads threads sharing every world's segments; frame = submit\n"
+      "submit runs world after world on the host, and one aoi_deliver_many\n"
+      "delivers every world's segments on the pool's threads; frame = submit\n"
       "+ tick + delivery, as for one world. work is the sum of the worlds',\n"
       "and span a list-scheduling estimate: each world one job as long as\n"
       "its span, given in order to the least loaded of the pool's threads;\n"

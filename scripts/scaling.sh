@@ -28,7 +28,8 @@
 #                many free cores as threads would give
 #   work ratio   this row's work / the first row's: what the threads add
 #   os threads   the process's threads during the tick (/proc/self/task):
-#                main, the engine's, and T - 1 delivery threads
+#                main, the engine's, and for one world T - 1 delivery
+#                threads (many worlds deliver on the pool's)
 #   tick, clocks on   the median tick of the run with the CPU clocks on:
 #                near the first tick column unless the clocks cost much
 # The first row is the first of --threads, 1 by default. Needs only a
