@@ -245,7 +245,7 @@ static bool released_valid(aoi_world *w)
 
 bool aoi__world_valid(aoi_world *w)
 {
-  AOI__ASSERT(!w->in_flight);
+  AOI__ASSERT(aoi__lanes_idle(w));
   failure[0] = '\0';
   CHECK(aoi__idmap_valid(&w->ids), "world");
   uint64_t live = 0, watchers = 0, unborn = 0;

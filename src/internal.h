@@ -124,6 +124,14 @@ static inline bool aoi__delivering(const struct aoi_world *w)
   return atomic_load_explicit(&w->delivering, memory_order_acquire) != 0;
 }
 
+/* Whether no lane step of a tick runs: between ticks, and in a tick's
+   serial start and finish (tick.c), which own the world whole, on
+   whichever thread runs them. */
+static inline bool aoi__lanes_idle(const struct aoi_world *w)
+{
+  return atomic_load(&((struct aoi_world *)w)->lanes_left) == 0;
+}
+
 /* The check every public call on a world makes right after its NULL
    checks (aoi.h, rules 2-4): AOI_EBUSY while a tick is in flight or any
    aoi_deliver runs (which covers a call from a delivery callback), else

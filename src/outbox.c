@@ -223,7 +223,7 @@ static int record_to_outbox(aoi_world *w, aoi__segment *seg, uint32_t h,
 
 int aoi__segments_settle(aoi_world *w)
 {
-  AOI__ASSERT(!w->in_flight);
+  AOI__ASSERT(aoi__lanes_idle(w));
   for (unsigned i = 0; i < w->threads; i++) {
     aoi__segment *seg = &w->segments[i];
     if (seg->taken == seg->records)
@@ -257,7 +257,7 @@ int aoi__segments_settle(aoi_world *w)
 
 void aoi__segments_assign(aoi_world *w)
 {
-  AOI__ASSERT(!w->in_flight);
+  AOI__ASSERT(aoi__lanes_idle(w));
   unsigned segments = w->threads;
   aoi__segment *seg;
   for (unsigned i = 0; i < segments; i++)

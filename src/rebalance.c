@@ -74,7 +74,7 @@ static void plan_arrival(aoi_world *w, const aoi__layout *next, unsigned from,
    Writes the entities counted. */
 static bool rebalance_due(const aoi_world *w, uint64_t *count)
 {
-  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
+  AOI__ASSERT(aoi__lanes_idle(w)); /* between ticks, or a tick's start */
   unsigned interval = w->config.rebalance_interval;
   unsigned shards = w->shard_count;
   if (interval == 0 || shards < 2 || (w->tick + 1) % interval != 0)
@@ -225,7 +225,7 @@ bool aoi__plan_relayout(aoi_world *w)
 
 void aoi__commit_relayout(aoi_world *w)
 {
-  AOI__ASSERT(!w->in_flight && w->plan.xcut != NULL);
+  AOI__ASSERT(aoi__lanes_idle(w) && w->plan.xcut != NULL);
   if (w->layout.cols > 1)
     memcpy(w->layout.xcut, w->plan.xcut, sizeof(double) * (w->layout.cols - 1));
   if (w->layout.rows > 1)

@@ -142,7 +142,7 @@ static void apply_tags(aoi_world *w)
    departs at most once. 0 or AOI_ENOMEM (what was reserved stays). */
 static int reserve_for_tick(aoi_world *w, bool relayout)
 {
-  AOI__ASSERT(!w->in_flight); /* the host, between ticks */
+  AOI__ASSERT(aoi__lanes_idle(w)); /* between ticks, or a tick's start */
   const aoi_allocator *a = &w->allocator;
   int rc;
   for (unsigned s = 0; s < w->shard_count; s++) {
