@@ -1,16 +1,20 @@
 /*
- * aoi-replay: applies a trace (docs/trace-format.md) to one world through the
- * public API and prints, after every `tick`, the events of every watcher.
+ * aoi-replay: applies a trace (docs/trace-format.md) to one world, or to K
+ * worlds side by side, through the public API and prints, after every
+ * `tick`, the events of every watcher.
  *
- * usage: aoi-replay [--threads N] [--shards M] FILE|-
+ * usage: aoi-replay [--threads N] [--shards M] [--worlds K]
+ *                   [--run own|pool|caller] [--async] FILE|-
  *
- * This file owns the command line only: the options, AOI_THREADS (used when
- * --threads is not given), opening the trace and buffering standard output.
- * The replay itself is replay_run (replay.c).
+ * This file owns the command line only: the options (USAGE and HELP say
+ * what each does), AOI_THREADS (used when --threads is not given), opening
+ * the trace and buffering standard output. The replay itself is
+ * replay_run (replay.c).
  *
  * Exit status: 0 when every line applied, 1 when a line was rejected, 2 when
  * the trace could not be read (bad usage, unreadable file, aoi_create
- * failed) or the library failed for want of memory or threads.
+ * failed), the library failed for want of memory or threads, or a world
+ * printed other bytes than the first.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +23,36 @@
 
 #include "replay.h"
 
-#define USAGE "usage: aoi-replay [--threads N] [--shards M] FILE|-\n"
+/* --worlds' limit (HELP says it too): the worlds are made at once, each
+   with its lanes. */
+#define MAX_WORLDS 1024u
+#define USAGE                                                                 \
+  "usage: aoi-replay [--threads N] [--shards M] [--worlds K]\n"               \
+  "                  [--run own|pool|caller] [--async] FILE|-\n"
+#define HELP                                                                  \
+  "Replays a trace (docs/trace-format.md) from FILE, or - for standard\n"     \
+  "input, and prints every tick's events; the output is the same for\n"       \
+  "every option below.\n"                                                     \
+  "\n"                                                                        \
+  "  --threads N   lanes of each world, and the pool's threads with\n"        \
+  "                --run pool (default AOI_THREADS, else 0: the library's\n"  \
+  "                default)\n"                                                \
+  "  --shards M    shards of each world (default 0: one per lane)\n"          \
+  "  --worlds K    replay the trace on K worlds at once (1 to 1024,\n"        \
+  "                default 1), ticked by one aoi_tick_many a tick; print\n"   \
+  "                the first world's output after checking that every\n"      \
+  "                world printed the same bytes and rejected the same\n"      \
+  "                lines\n"                                                   \
+  "  --run HOW     own: each world on threads of its own (default for one\n"  \
+  "                world); pool: every world on one shared pool (default\n"   \
+  "                for several); caller: on the thread that ticks them\n"     \
+  "  --async       tick with aoi_tick_many_begin and aoi_tick_many_end\n"     \
+  "\n"                                                                        \
+  "One world of its own without --async ticks with aoi_tick; every other\n"   \
+  "setting with aoi_tick_many. Exit status: 0 when every line applied, 1\n"   \
+  "when a line was rejected, 2 when the trace could not be replayed or a\n"   \
+  "world differed from the first (the message names it and its first\n"       \
+  "differing line).\n"
 #define OUTPUT_BUFFER_SIZE (1u << 20)
 
 _Noreturn static void usage_exit(void) {
@@ -47,17 +80,38 @@ static int parse_count(const char *text, unsigned *out) {
 int main(int argc, char **argv) {
   static char output_buffer[OUTPUT_BUFFER_SIZE];
   const char *path = NULL;
-  unsigned threads = 0, shards = 0;
-  int threads_given = 0;
+  replay_options options = {0};
+  unsigned threads = 0;
+  int threads_given = 0, run_given = 0;
 
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(USAGE "\n" HELP, stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       if (parse_count(argv[++i], &threads) != 0)
         usage_exit();
       threads_given = 1;
     } else if (strcmp(argv[i], "--shards") == 0 && i + 1 < argc) {
-      if (parse_count(argv[++i], &shards) != 0)
+      if (parse_count(argv[++i], &options.shards) != 0)
         usage_exit();
+    } else if (strcmp(argv[i], "--worlds") == 0 && i + 1 < argc) {
+      if (parse_count(argv[++i], &options.worlds) != 0 ||
+          options.worlds == 0 || options.worlds > MAX_WORLDS)
+        usage_exit();
+    } else if (strcmp(argv[i], "--run") == 0 && i + 1 < argc) {
+      const char *how = argv[++i];
+      if (strcmp(how, "own") == 0)
+        options.run = AOI_RUN_OWN;
+      else if (strcmp(how, "pool") == 0)
+        options.run = AOI_RUN_POOL;
+      else if (strcmp(how, "caller") == 0)
+        options.run = AOI_RUN_CALLER;
+      else
+        usage_exit();
+      run_given = 1;
+    } else if (strcmp(argv[i], "--async") == 0) {
+      options.async = 1;
     } else if (path == NULL && (strcmp(argv[i], "-") == 0 || argv[i][0] != '-')) {
       path = argv[i];
     } else {
@@ -74,6 +128,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  options.threads = threads;
+  if (options.worlds == 0)
+    options.worlds = 1;
+  if (!run_given)
+    options.run = options.worlds > 1 ? AOI_RUN_POOL : AOI_RUN_OWN;
+
   FILE *in = stdin;
   if (strcmp(path, "-") != 0) {
     in = fopen(path, "r");
@@ -83,7 +143,7 @@ int main(int argc, char **argv) {
     }
   }
   setvbuf(stdout, output_buffer, _IOFBF, sizeof output_buffer);
-  int status = replay_run(in, path, stdout, stderr, threads, shards);
+  int status = replay_run(in, path, stdout, stderr, &options);
   if (in != stdin)
     fclose(in);
   return status;

@@ -48,7 +48,8 @@ static void replay_once(char *trace, size_t size, unsigned threads,
     fputs("fuzz_replay: cannot open the memory streams\n", stderr);
     abort();
   }
-  result->status = replay_run(in, "fuzz", out, err, threads, shards);
+  replay_options options = {.threads = threads, .shards = shards};
+  result->status = replay_run(in, "fuzz", out, err, &options);
   fclose(in);
   fclose(out);
   fclose(err);
