@@ -137,7 +137,7 @@ static aoi_world *open_world(aoi_pool *pool, unsigned lanes, float side,
   aoi_config_default(&config);
   config.run = AOI_RUN_POOL;
   config.pool = pool;
-  config.threads = lanes; /* 0: as many lanes as the pool has threads */
+  config.threads = lanes; /* 1 a dungeon; a continent, a lane a thread */
   config.max_x = config.max_y = side;
   config.max_radius = VIEW_RADIUS;
   config.hysteresis = 4;
@@ -165,7 +165,8 @@ static void add_walker(aoi_world *world, walker *w, uint64_t id,
    spread over the map. */
 static aoi_world *open_continent(aoi_pool *pool)
 {
-  aoi_world *world = open_world(pool, 0, CONTINENT_SIDE, 1);
+  aoi_world *world =
+      open_world(pool, aoi_pool_threads(pool), CONTINENT_SIDE, 1);
   for (int i = 0; i < CONTINENT_PLAYERS + CONTINENT_NPCS; i++) {
     walker *w = &continent_walkers[i];
     w->x = (float)(random_unit() * CONTINENT_SIDE);

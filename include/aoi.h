@@ -3,8 +3,8 @@
  *
  * The host (a zone server's game loop) owns an aoi_world. Between ticks it
  * submits operations (aoi_add, aoi_move, aoi_set_*, aoi_remove); each is
- * checked at once and queued. aoi_tick applies them on the world's worker
- * threads and leaves in every watcher's outbox exactly the events that
+ * checked at once and queued. aoi_tick applies them (on the threads of
+ * the world's pool, or the calling thread: aoi_run) and leaves in every watcher's outbox exactly the events that
  * docs/trace-format.md defines: leaves, then enters, then moves, each group
  * by entity id ascending. The host then delivers the events and may query
  * the state as of that tick. docs/usage.md explains the choices behind
@@ -16,9 +16,10 @@
  *  2. The one exception: between ticks, aoi_deliver of different segments
  *     may run at the same time on different threads. While any aoi_deliver
  *     runs, every other call on that world returns AOI_EBUSY.
- *  3. During a tick in flight (aoi_tick_begin .. aoi_tick_end) only
- *     aoi_tick_poll, aoi_tick_end and aoi_destroy may be called; every
- *     other call returns AOI_EBUSY.
+ *  3. During a tick in flight (aoi_tick_begin or aoi_tick_many_begin ..
+ *     aoi_tick_end or aoi_tick_many_end) only aoi_tick_poll, aoi_tick_end,
+ *     aoi_tick_many_end and aoi_destroy may be called; every other call
+ *     returns AOI_EBUSY.
  *  4. A delivery callback must not call into its world: such a call
  *     returns AOI_EBUSY and changes nothing.
  *  5. Different worlds are independent, also when they share a pool: each
@@ -65,7 +66,7 @@ extern "C" {
 #endif
 
 #define AOI_VERSION_MAJOR 0
-#define AOI_VERSION_MINOR 2
+#define AOI_VERSION_MINOR 3
 #define AOI_VERSION_PATCH 0
 /* 10000 * major + 100 * minor + patch, as aoi_version() returns it for the
    library actually linked. */
@@ -108,7 +109,7 @@ typedef enum aoi_shape {
                            cell distance <= ceil(R / cell_size) per axis  */
 } aoi_shape;
 
-/* Allocator hooks. Called from the host and the workers at once, so they
+/* Allocator hooks. Called from the host and the pools' threads at once, so they
    must be thread-safe. `size` is the size asked for; realloc gets the old
    size too. NULL means out of memory. */
 typedef struct aoi_allocator {
@@ -212,7 +213,8 @@ typedef struct aoi_config {
      >= 1. Default 0 bands: every tick. docs/trace-format.md is exact. */
   aoi_move_band move_bands[AOI_MAX_MOVE_BANDS];
   unsigned move_band_count;
-  /* 1: bind worker i to the i-th CPU the creating thread may run on
+  /* 1: bind thread i of the world's own pool to the i-th CPU the creating
+     thread may run on
      (AOI_RUN_OWN on Linux only; elsewhere AOI_EINVAL). Default 0. */
   unsigned pin_threads;
   /* 1: time every task of a tick on its thread's CPU clock, for
@@ -356,14 +358,15 @@ AOI_EXPORT int aoi_tick_end(aoi_world *world);
    world's events are the same as if it were ticked alone. Worlds on a
    pool (AOI_RUN_POOL, or AOI_RUN_OWN's private one) tick on their pools'
    threads at once: a small world is one task, and a large one a task per
-   lane, so that one wake-up serves many worlds and every thread stays
-   busy until the last world is done. AOI_RUN_CALLER worlds tick in turn
+   lane and step, so that one wake-up serves many worlds and every thread
+   stays busy until the last world is done. AOI_RUN_CALLER worlds tick in turn
    on the calling thread meanwhile. Writes each world's result to
    results[i] (what aoi_tick would return) and returns 0 when all are 0,
    else the first failing one. Refused, ticking nothing and writing
    nothing: AOI_EINVAL (worlds or results NULL with n > 0, a NULL world,
    a world listed twice), then AOI_EBUSY (a world with a tick in flight or
-   a delivery running). */
+   a delivery running); AOI_ESYS where the system refuses the wait's sync
+   object (not on Linux). */
 AOI_EXPORT int aoi_tick_many(aoi_world *const *worlds, size_t n,
                              int *results);
 /* aoi_tick_many in two halves: starts every world's tick, with the same
@@ -371,7 +374,8 @@ AOI_EXPORT int aoi_tick_many(aoi_world *const *worlds, size_t n,
    flight (rule 3) until aoi_tick_end of it, or aoi_tick_many_end. */
 AOI_EXPORT int aoi_tick_many_begin(aoi_world *const *worlds, size_t n);
 /* aoi_tick_end of every world, results as aoi_tick_many's; AOI_EINVAL
-   (and nothing waited for) when a world has no tick in flight. */
+   (and nothing waited for) when a world is NULL, listed twice or has no
+   tick in flight. */
 AOI_EXPORT int aoi_tick_many_end(aoi_world *const *worlds, size_t n,
                                  int *results);
 
@@ -401,7 +405,7 @@ typedef struct aoi_event {
 typedef void (*aoi_deliver_fn)(void *user, uint64_t watcher,
                                uint64_t watcher_tag, const aoi_event *events,
                                size_t count);
-/* The number of delivery segments (one per worker thread); 0 for NULL. */
+/* The number of delivery segments (one per lane); 0 for NULL. */
 AOI_EXPORT unsigned aoi_delivery_segments(const aoi_world *world);
 AOI_EXPORT int aoi_deliver(aoi_world *world, unsigned segment,
                            aoi_deliver_fn fn, void *user);
@@ -413,7 +417,7 @@ AOI_EXPORT int aoi_deliver(aoi_world *world, unsigned segment,
    results[i] is world i's first failing aoi_deliver result, or 0; returns
    0 or the first failing one. Refused, delivering nothing and writing
    nothing, as aoi_tick_many is: AOI_EINVAL (also for a NULL fn), then
-   AOI_EBUSY. */
+   AOI_EBUSY; AOI_ESYS as there. */
 AOI_EXPORT int aoi_deliver_many(aoi_world *const *worlds, size_t n,
                                 aoi_deliver_fn fn, void *user,
                                 int *results);
@@ -471,7 +475,7 @@ typedef struct aoi_stats {
   uint64_t rebalances;  /* times the shard cuts moved, since creation */
   uint64_t events;      /* events produced this tick */
   uint64_t tick_ns;     /* wall time of the tick */
-  /* Wall time of each phase: the slowest worker's. */
+  /* Wall time of each phase: the slowest lane's. */
   uint64_t phase_ns[AOI_PHASE_COUNT];
   /* With aoi_config.measure_cpu, else 0: the tick's CPU time on every
      thread together (work), and the sum over the phases of the slowest
@@ -494,7 +498,7 @@ AOI_EXPORT int aoi_world_stats(const aoi_world *world, aoi_stats *stats);
 typedef struct aoi_shard_info {
   /* Its rectangle: min <= x < max; the edge shards extend to +-infinity. */
   double min_x, min_y, max_x, max_y;
-  unsigned worker;   /* the worker thread that owns it */
+  unsigned worker;   /* the lane that owns it */
   uint32_t entities; /* entities it owns */
   uint32_t ghosts;   /* ghost copies of markers owned by its neighbours */
   uint64_t compute_ns;

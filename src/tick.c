@@ -806,12 +806,22 @@ int aoi_tick_many_begin(aoi_world *const *worlds, size_t n)
 
 int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
 {
-  if (n > 0 && (worlds == NULL || results == NULL))
+  if ((n > 0 && (worlds == NULL || results == NULL)) || n > UINT32_MAX)
     return AOI_EINVAL;
-  for (size_t i = 0; i < n; i++)
-    if (worlds[i] == NULL || !worlds[i]->in_flight)
-      return AOI_EINVAL;
   int rc = 0;
+  size_t marked = 0;
+  for (; marked < n; marked++) {
+    aoi_world *w = worlds[marked];
+    if (w == NULL || w->listed || !w->in_flight) {
+      rc = AOI_EINVAL;
+      break;
+    }
+    w->listed = true;
+  }
+  for (size_t i = 0; i < marked; i++)
+    worlds[i]->listed = false;
+  if (rc != 0)
+    return rc;
   for (size_t i = 0; i < n; i++) {
     results[i] = aoi_tick_end(worlds[i]);
     if (rc == 0)

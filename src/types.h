@@ -16,18 +16,22 @@
  *    list and every outbox (the backlog), and between ticks the whole
  *    world. Then aoi_deliver calls on other threads may each take one
  *    segment, with its watchers' outboxes (outbox.c).
- *  - During a tick, each worker owns its shards (entities, ghosts, grid),
- *    its delivery segment (world->segments[i], where it writes its
+ *  - A tick's start and finish (tick.c) own the whole world too, on
+ *    whichever thread runs them (the host's, or a pool thread's for
+ *    aoi_tick_many), while the host waits: no lane runs then.
+ *  - During a lane's step, the lane owns its shards (entities, ghosts,
+ *    grid), its delivery segment (world->segments[i], where it writes its
  *    watchers' events) and, for every entity handle its shards own, that
  *    handle's entry in the location table (world->location) and its mark
  *    (world->mark). Ownership of a handle moves with the entity: a handoff
- *    message through a ring carries it from one worker to the next.
- *  - Threads exchange data only through SPSC rings (ring.c): host -> shard
- *    (op queues), host -> worker (tick commands), worker -> worker (handoff
- *    and ghost batches), worker -> host (tick done). A push publishes with
- *    release and a pop acquires, so what the producer wrote before the push
- *    is visible to the consumer after the pop. Bells (sync.c) only wake
- *    sleepers; they carry no data.
+ *    message through a ring carries it from one lane to the next.
+ *  - Lanes exchange data only through SPSC rings (ring.c): host -> shard
+ *    (op queues), lane -> lane (handoff and ghost batches). A push
+ *    publishes with release and a pop acquires, so what the producer wrote
+ *    before the push is visible to the consumer after the pop. The steps
+ *    are ordered by the lanes' count (lanes_left, acquire-release) and the
+ *    pool's queue, and a host's wait by its job (pool.h); bells only wake
+ *    sleepers and carry no data.
  *
  * Handles are 32-bit indices into the per-handle tables. A removed entity's
  * handle is reused only after the tick that applied the removal, when no view
