@@ -45,13 +45,18 @@ void aoi__job_arm(aoi__job *job, uint32_t count)
   atomic_store(&job->left, count);
 }
 
-void aoi__job_done(aoi__job *job)
+void aoi__job_done_some(aoi__job *job, uint32_t count)
 {
-  AOI__ASSERT(atomic_load(&job->left) > 0);
-  if (atomic_fetch_sub(&job->left, 1) == 1) {
+  AOI__ASSERT(atomic_load(&job->left) >= count);
+  if (count > 0 && atomic_fetch_sub(&job->left, count) == count) {
     aoi__bell_ring(&job->bell);
     atomic_store(&job->released, 1); /* the last touch */
   }
+}
+
+void aoi__job_done(aoi__job *job)
+{
+  aoi__job_done_some(job, 1);
 }
 
 bool aoi__job_finished(aoi__job *job)

@@ -36,6 +36,8 @@ void aoi__job_destroy(aoi__job *job);
 void aoi__job_arm(aoi__job *job, uint32_t count);
 /* One task done; the job must not be touched by this thread after. */
 void aoi__job_done(aoi__job *job);
+/* `count` tasks done at once, likewise. */
+void aoi__job_done_some(aoi__job *job, uint32_t count);
 /* Whether every task is done and the last has let go. */
 bool aoi__job_finished(aoi__job *job);
 void aoi__job_wait(aoi__job *job);

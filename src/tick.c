@@ -486,6 +486,37 @@ static void publish_stats(aoi_world *w)
   st->span_ns += w->serial_cpu_ns;
 }
 
+/* ---- quiet worlds ------------------------------------------------------- */
+
+/* An empty world that nobody submits to (an instance between groups)
+   would still pay a whole tick's start and finish each tick. Once its
+   ticks have been skipped, empty, for three shrink periods in a row, its
+   arrays have shrunk to nothing and each further tick's start and finish
+   change nothing but the tick count, as long as nothing is submitted
+   (records, tags) and nothing is left to settle, free or deliver: the
+   world is quiet, and quiet_tick counts its tick alone. Every other
+   change the host can make between ticks is a record or a tag, so the
+   check reads one cache line. */
+static void note_quiet(aoi_world *w)
+{
+  bool empty = w->skipped && w->live == 0 && w->backlog_count == 0 &&
+               w->limbo_count == 0 && w->limbo_old_count == 0 &&
+               !w->views_held && !w->lagging && !w->radius_high_dirty &&
+               !w->appeal_high_dirty;
+  w->quiet_ticks = empty ? w->quiet_ticks + (w->quiet_ticks < UINT32_MAX) : 0;
+  w->quiet = w->quiet_ticks >= 3 * SHRINK_PERIOD;
+}
+
+/* Counts the tick of a quiet world with nothing submitted; false (and
+   nothing done) for any other. */
+static bool quiet_tick(aoi_world *w)
+{
+  if (!w->quiet || w->records != 0 || w->tag_queued_count != 0)
+    return false;
+  w->tick++;
+  return true;
+}
+
 /* The end of a tick, once every lane has finished its steps: the lanes'
    results collected, the arrays recycled, the stats published. `whole`:
    this thread ran the tick from its start, whose CPU clock reading
@@ -504,6 +535,7 @@ static void finish(aoi_world *w, bool whole)
   if (cpu)
     w->serial_cpu_ns += aoi__cpu_ns() - c0;
   publish_stats(w);
+  note_quiet(w);
 #ifdef AOI_CHECK_INVARIANTS
   aoi__check_tick(w); /* after the timing: the walk is no part of a tick */
 #endif
@@ -623,6 +655,13 @@ static int tick_begin(aoi_world *w, bool blocking)
   int rc = aoi__busy(w);
   if (rc != 0)
     return rc;
+  if (quiet_tick(w)) {
+    w->in_flight = true;
+    w->job = &w->solo;
+    w->tick_rc = 0;
+    aoi__job_arm(&w->solo, 0); /* done */
+    return 0;
+  }
   int how;
   if ((rc = start(w, blocking, &how)) != 0)
     return rc;
@@ -681,6 +720,8 @@ static int check_many(aoi_world *const *worlds, size_t n)
   size_t marked = 0;
   for (; marked < n; marked++) {
     aoi_world *w = worlds[marked];
+    if (marked + 8 < n && worlds[marked + 8] != NULL)
+      __builtin_prefetch(worlds[marked + 8], 1);
     if (w == NULL || w->listed) {
       rc = AOI_EINVAL;
       break;
@@ -728,11 +769,22 @@ static void begin_many(aoi_world *const *worlds, size_t n, aoi__job *job)
 {
   chain big = {0}, small = {0};
   aoi_pool *pool = NULL;
+  uint32_t quiet = 0;
   for (size_t i = 0; i < n; i++) {
     aoi_world *w = worlds[i];
+    if (i + 8 < n)
+      __builtin_prefetch(worlds[i + 8]); /* (the line read here) */
     w->listed = false;
     w->in_flight = true;
     w->job = job != NULL ? job : &w->solo;
+    w->quieted = quiet_tick(w);
+    if (w->quieted) {
+      w->tick_rc = 0;
+      if (job == NULL)
+        aoi__job_arm(&w->solo, 0);
+      quiet++;
+      continue;
+    }
     if (job == NULL)
       aoi__job_arm(&w->solo, 1);
     if (w->pool == NULL)
@@ -751,9 +803,11 @@ static void begin_many(aoi_world *const *worlds, size_t n, aoi__job *job)
   }
   chain_flush(&big);
   chain_flush(&small);
+  if (job != NULL)
+    aoi__job_done_some(job, quiet);
   for (size_t i = 0; i < n; i++) {
     aoi_world *w = worlds[i];
-    if (w->pool != NULL)
+    if (w->pool != NULL || w->quieted)
       continue;
     int how;
     int rc = start(w, true, &how);

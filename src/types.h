@@ -619,7 +619,15 @@ struct aoi_world {
     /* aoi_deliver calls running now, on any thread: every other call is
        refused while it is not 0 (aoi__busy). */
     atomic_uint delivering;
+    uint64_t tick;
+    uint32_t records;          /* queued in all shards */
+    uint32_t tag_queued_count; /* (tag_queued, below) */
+    /* Its ticks change nothing but the tick count while nothing is
+       submitted (tick.c, quiet_tick). */
+    bool quiet;
+    bool quieted; /* its tick in aoi_tick_many was quiet_tick's */
   };
+  uint32_t quiet_ticks; /* ticks in a row that were skipped, empty */
   aoi__job solo;
   /* aoi_deliver_many's callback and job, while it runs */
   aoi_deliver_fn deliver_fn;
@@ -656,7 +664,6 @@ struct aoi_world {
      (tick.c), the handles that have one listed in tag_queued. */
   uint64_t *tag, *tag_next;
   uint32_t *tag_queued;
-  uint32_t tag_queued_count;
   uint64_t ref_key;        /* this world's key for its references (odd) */
   uint64_t ref_inverse;    /* ref_key's inverse modulo 2^64 */
   /* Released handles, one ring of handle_capacity (no handle is in it
@@ -673,8 +680,6 @@ struct aoi_world {
   uint32_t backlog_count;
   uint32_t *assigned;      /* per handle: the segments' backlog lists */
   aoi__pending pending;
-  uint32_t records; /* queued in all shards */
-  uint64_t tick;
   bool records_indexed;   /* event_at holds the records (outbox.c) */
   uint64_t tick_started;  /* when the tick in flight began */
   bool skipped;           /* it had nothing to do (tick_ns 0) */

@@ -5,8 +5,10 @@
  * list, ascending and stable while draining; a removed watcher's events
  * dropped; same-tick respawns told as leave + enter; layer masks; a random
  * crowd whose views, watchers and circles equal a brute-force count and
- * whose events are the same on every layout; and a marker still for 2^32
- * ticks told when it moves (the 32-bit tick stamps are aged in time).
+ * whose events are the same on every layout; a marker still for 2^32
+ * ticks told when it moves (the 32-bit tick stamps are aged in time); and
+ * an emptied world that goes quiet (its ticks only counted) and wakes with
+ * the events a fresh world gives.
  *
  * The scenarios run on every layout of `layouts` (api_support.h), with
  * entities spread over the bounds so that several shards, ghosts and
@@ -561,6 +563,77 @@ static void test_crowd_every_layout(void **state)
    counter jumps over spans that hold no such tick, so the stamps age as in
    a run of 2^32 ticks; then a marker that stood still since tick 1 moves,
    in a standing crowd, and must be told. */
+/* Ticks both worlds with the same adds of a small crowd (ids from `base`),
+   and checks that they drain the same events. */
+static void crowd_in_both(aoi_world *a, aoi_world *b, uint64_t base,
+                          uint64_t *rng)
+{
+  for (uint64_t i = 0; i < 24; i++) {
+    float x = (float)rng_below(rng, 100), y = (float)rng_below(rng, 100);
+    assert_int_equal(test_add(a, base + i, x, y, 15, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(b, base + i, x, y, 15, WM, ALL, ALL), 0);
+  }
+  records ra = {0}, rb = {0};
+  tick_and_drain(a, &ra);
+  tick_and_drain(b, &rb);
+  assert_true(ra.count > 0);
+  assert_int_equal(ra.count, rb.count);
+  for (size_t i = 0; i < ra.count; i++)
+    assert_true(record_equal(&ra.items[i], &rb.items[i]));
+  records_free(&ra);
+  records_free(&rb);
+}
+
+/* A world emptied of its crowd goes quiet after its empty ticks have let
+   its arrays shrink (tick.c): its ticks are then only counted, and
+   anything submitted wakes it. It must tell what a world that was never
+   quiet tells: the same events at the same ticks, on every layout. One
+   entity standing keeps a world from going quiet. */
+static void test_quiet_world_wakes(void **state)
+{
+  (void)state;
+  for (size_t l = 0; l < COUNT_OF(layouts); l++) {
+    aoi_world *quiet = world_for(layouts[l], 20);
+    aoi_world *plain = world_for(layouts[l], 20);
+    plain->inline_cost = 0; /* (and a different way to tick it) */
+    /* a marker far from everyone keeps `plain` from ever going quiet */
+    assert_int_equal(test_add(plain, 999, 5000, 5000, 0, AOI_MARKER, ALL, ALL),
+                     0);
+    uint64_t rng = 7 + l;
+    crowd_in_both(quiet, plain, 1, &rng);
+    for (uint64_t i = 2; i <= 24; i++) {
+      assert_int_equal(aoi_remove(quiet, i), 0);
+      assert_int_equal(aoi_remove(plain, i), 0);
+    }
+    records r = {0};
+    for (int t = 0; t < 40; t++) {
+      tick_and_drain(quiet, &r);
+      assert_false(quiet->quiet); /* entity 1 stands */
+      tick_and_drain(plain, &r);
+    }
+    assert_int_equal(aoi_remove(quiet, 1), 0);
+    assert_int_equal(aoi_remove(plain, 1), 0);
+    for (int t = 0; t < 20; t++) {
+      tick_and_drain(quiet, &r);
+      tick_and_drain(plain, &r);
+    }
+    assert_true(quiet->quiet);
+    assert_false(plain->quiet);
+    aoi_stats st;
+    assert_int_equal(aoi_world_stats(quiet, &st), 0);
+    assert_int_equal(st.tick, 61);
+    assert_int_equal(st.entities, 0);
+    assert_int_equal(st.events, 0);
+    /* a crowd wakes it */
+    crowd_in_both(quiet, plain, 100, &rng);
+    assert_false(quiet->quiet);
+    assert_true(aoi__world_valid(quiet));
+    records_free(&r);
+    assert_int_equal(aoi_destroy(quiet), 0);
+    assert_int_equal(aoi_destroy(plain), 0);
+  }
+}
+
 static void test_stamps_wrap(void **state)
 {
   (void)state;
@@ -625,6 +698,7 @@ int main(void)
       cmocka_unit_test(test_layer_masks),
       cmocka_unit_test(test_crowd_every_layout),
       cmocka_unit_test(test_stamps_wrap),
+      cmocka_unit_test(test_quiet_world_wakes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
