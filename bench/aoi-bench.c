@@ -90,8 +90,9 @@
  * --threads threads. A frame submits to every world in turn, ticks them
  * all with one aoi_tick_many (tick: its wall time), and delivers every
  * world's segments with one aoi_deliver_many, on the pool's threads
- * (frame = submit + tick + delivery, as for one world). Work sums the worlds' work_ns; the span is
- * the makespan of list scheduling: each world one job of its span_ns,
+ * (frame = submit + tick + delivery, as for one world). Each world has
+ * one lane. Work sums the worlds' work_ns; the span is the makespan of
+ * list scheduling: each world one job of its span_ns,
  * given in order to the least loaded of the pool's threads. The checksum
  * folds each world's in order. The algorithms run one world, so
  * --baseline and --verify are refused; so are the shard tables.
@@ -984,7 +985,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     check(aoi_pool_create(&pool_config, &pool), "aoi_pool_create");
     config.run = AOI_RUN_POOL;
     config.pool = pool;
-    config.threads = 0; /* a lane per pool thread */
+    config.threads = 0; /* one lane, a pool's default: a task a world */
     config.pin_threads = 0;
   }
   world_run *wr = bench_calloc(count, sizeof(*wr));

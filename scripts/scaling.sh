@@ -13,9 +13,11 @@
 #               entities, T shards
 #   instances   N / 1000 worlds of 100 entities each (1,000 worlds at the
 #               default N), on one pool of T threads, ticked together by
-#               aoi_tick_many (aoi-bench --worlds); --instance-shards
-#               shards each (default 1: a world of 100 is one shard; 0
-#               gives each world a shard per lane, the library's default)
+#               aoi_tick_many (aoi-bench --worlds), one lane each;
+#               --instance-shards shards each (default 1)
+# The hotspot runs at least 24 ticks: its crowd gathers, and the shard
+# cuts follow it every 16 ticks (the library's rebalance_interval), so a
+# shorter run would time shards the rebalancer has not yet evened.
 #
 # Each row runs aoi-bench twice, one process each: with --measure-cpu off
 # for the tick, so that the CPU clocks cost it nothing, and with it on for
@@ -190,8 +192,11 @@ workload() {
 
 workload "uniform, $(grouped "$entities") entities, shards = threads" \
   threads --scenario uniform --entities "$entities"
+all_ticks=$ticks
+[ "$ticks" -ge 24 ] || ticks=24
 workload "hotspot, $(grouped "$entities") entities, shards = threads" \
   threads --scenario hotspot --entities "$entities"
+ticks=$all_ticks
 workload "instances: $(grouped "$worlds") worlds of 100 entities on one pool, shards per world $instance_shards" \
   "$instance_shards" --scenario uniform --entities "$instance_entities" \
   --worlds "$worlds"
