@@ -3,7 +3,9 @@
  * aoi_config_default's values; aoi_create refusing each bad field with
  * AOI_EINVAL, writing nothing (and the model refusing those it reads too),
  * and accepting the edges of every range (max_radius 0, 4096 shards,
- * degenerate bounds, threads and shards 0, eight move bands); pin_threads
+ * degenerate bounds, threads and shards 0, eight move bands); where ticks
+ * run (run and pool: a pool only with AOI_RUN_POOL, pin_threads only with
+ * AOI_RUN_OWN, lanes 0 the pool's threads or 1 on the caller); pin_threads
  * binding the workers and only them; aoi_destroy(NULL); aoi_strerror's
  * names; and the allocator hooks: every byte allocated is freed with its
  * own size, and blocks at any offset from a cache line, moved by every
@@ -23,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,10 @@ static void test_config_default(void **state)
   assert_int_equal(c.shape, AOI_SHAPE_CIRCLE);
   assert_int_equal(c.move_band_count, 0);
   assert_null(c.allocator);
+  assert_int_equal(c.run, AOI_RUN_OWN);
+  assert_null(c.pool);
+  assert_int_equal(c.pin_threads, 0);
+  assert_int_equal(c.measure_cpu, 0);
 }
 
 typedef void (*config_mutator)(aoi_config *c);
@@ -235,6 +242,113 @@ static void test_create_rejects_bad_config(void **state)
   assert_int_equal(aoi_create(NULL, &w), AOI_EINVAL);
   assert_ptr_equal(w, sentinel);
   assert_int_equal(aoi_create(&c, NULL), AOI_EINVAL);
+}
+
+/* Where ticks run (aoi_config.run and pool): a pool only with
+   AOI_RUN_POOL and always with it, no other run value, pin_threads only
+   for AOI_RUN_OWN, measure_cpu 0 or 1, and the lanes' limit whatever the
+   run. Each refused with AOI_EINVAL, writing nothing, and leaving no
+   world counted on the pool: aoi_pool_destroy then succeeds. */
+static void test_create_rejects_bad_run(void **state)
+{
+  (void)state;
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 2;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  static const struct {
+    const char *name;
+    int run; /* (an int: out-of-range values too) */
+    bool with_pool;
+    unsigned threads, pin, measure_cpu;
+  } bad[] = {
+      {"AOI_RUN_OWN with a pool", AOI_RUN_OWN, true, 1, 0, 0},
+      {"AOI_RUN_CALLER with a pool", AOI_RUN_CALLER, true, 1, 0, 0},
+      {"AOI_RUN_POOL without a pool", AOI_RUN_POOL, false, 1, 0, 0},
+      {"AOI_RUN_POOL without a pool, threads 0", AOI_RUN_POOL, false, 0, 0,
+       0},
+      {"run 3", 3, false, 1, 0, 0},
+      {"run 3 with a pool", 3, true, 1, 0, 0},
+      {"run -1", -1, false, 1, 0, 0},
+      {"run INT_MAX with a pool", INT_MAX, true, 1, 0, 0},
+      {"pin_threads with AOI_RUN_POOL", AOI_RUN_POOL, true, 1, 1, 0},
+      {"pin_threads with AOI_RUN_CALLER", AOI_RUN_CALLER, false, 1, 1, 0},
+      {"pin_threads 2 with AOI_RUN_POOL", AOI_RUN_POOL, true, 1, 2, 0},
+      {"measure_cpu 2", AOI_RUN_OWN, false, 1, 0, 2},
+      {"measure_cpu 2 with AOI_RUN_POOL", AOI_RUN_POOL, true, 1, 0, 2},
+      {"257 lanes on a pool", AOI_RUN_POOL, true, 257, 0, 0},
+      {"257 lanes on the caller", AOI_RUN_CALLER, false, 257, 0, 0},
+  };
+  aoi_world *const sentinel = (aoi_world *)&current_layout;
+  for (size_t i = 0; i < COUNT_OF(bad); i++) {
+    aoi_config c;
+    aoi_config_default(&c);
+    c.run = (aoi_run)bad[i].run;
+    c.pool = bad[i].with_pool ? pool : NULL;
+    c.threads = bad[i].threads;
+    c.pin_threads = bad[i].pin;
+    c.measure_cpu = bad[i].measure_cpu;
+    aoi_world *w = sentinel;
+    int rc = aoi_create(&c, &w);
+    if (rc != AOI_EINVAL)
+      fail_msg("%s: aoi_create returned %d, not AOI_EINVAL", bad[i].name, rc);
+    if (w != sentinel)
+      fail_msg("%s: aoi_create wrote *out", bad[i].name);
+  }
+  /* No world was counted on the pool. */
+  assert_int_equal(aoi_pool_destroy(pool), 0);
+}
+
+/* The edges of where ticks run: lanes 0 are the pool's threads
+   (AOI_RUN_POOL) or 1 (AOI_RUN_CALLER), shards 0 one per lane; more lanes
+   than the pool has threads, up to 256; measure_cpu 1 anywhere; each
+   ticks. */
+static void test_create_accepts_edge_run(void **state)
+{
+  (void)state;
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 3;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  static const struct {
+    aoi_run run;
+    unsigned threads, shards, measure_cpu, lanes, shards_made;
+  } good[] = {
+      {AOI_RUN_POOL, 0, 0, 0, 3, 3},    {AOI_RUN_POOL, 0, 7, 1, 3, 7},
+      {AOI_RUN_POOL, 1, 0, 0, 1, 1},    {AOI_RUN_POOL, 256, 0, 1, 256, 256},
+      {AOI_RUN_POOL, 8, 2, 0, 8, 2},    {AOI_RUN_CALLER, 0, 0, 0, 1, 1},
+      {AOI_RUN_CALLER, 0, 5, 1, 1, 5},  {AOI_RUN_CALLER, 4, 0, 0, 4, 4},
+      {AOI_RUN_CALLER, 256, 9, 0, 256, 9},
+  };
+  for (size_t i = 0; i < COUNT_OF(good); i++) {
+    aoi_config c;
+    aoi_config_default(&c);
+    c.run = good[i].run;
+    c.pool = good[i].run == AOI_RUN_POOL ? pool : NULL;
+    c.threads = good[i].threads;
+    c.shards = good[i].shards;
+    c.measure_cpu = good[i].measure_cpu;
+    aoi_world *w = create_or_fail(&c);
+    aoi_stats s;
+    assert_int_equal(aoi_world_stats(w, &s), 0);
+    assert_int_equal(s.threads, good[i].lanes);
+    assert_int_equal(s.shards, good[i].shards_made);
+    assert_int_equal(aoi_delivery_segments(w), good[i].lanes);
+    assert_int_equal(test_add(w, 1, 10, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(test_add(w, 2, 12, 10, 5, WM, ALL, ALL), 0);
+    assert_int_equal(aoi_tick(w), 0);
+    const aoi_event *events;
+    size_t count;
+    assert_int_equal(aoi_drain(w, 1, &events, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(events[0].id, 2);
+    if (good[i].run == AOI_RUN_POOL)
+      assert_int_equal(aoi_pool_destroy(pool), AOI_EBUSY);
+    assert_int_equal(aoi_destroy(w), 0);
+  }
+  assert_int_equal(aoi_pool_destroy(pool), 0);
 }
 
 #ifdef __linux__
@@ -593,6 +707,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_default),
       cmocka_unit_test(test_create_rejects_bad_config),
+      cmocka_unit_test(test_create_rejects_bad_run),
+      cmocka_unit_test(test_create_accepts_edge_run),
 #ifdef __linux__
       cmocka_unit_test(test_pin_threads),
 #endif

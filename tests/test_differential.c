@@ -52,19 +52,37 @@
  * leave of an entity removed since the last tick the last tag it was
  * given, anything else the slot's tag as of the tick.
  *
+ * The pool group (rounds from 2001) runs several cases at once: a round
+ * makes a pool of 1, 2, 3, 5 or 8 threads (by turns) and 2 to 9 worlds,
+ * each a case of its own seed, shape and size (v1 or policy streams, some
+ * op-queue ones) with its own model: most on the pool with their own
+ * lanes (0, the pool's count, to 8) and shards, some on the calling thread
+ * (AOI_RUN_CALLER), at most one on threads of its own (AOI_RUN_OWN, pinned
+ * by the seed's turn); every other round one large world (over 2048 live
+ * entities, short sight: its ticks are lane tasks), and some tiny or empty
+ * ones. The pool worlds run their ticks where they choose or, by turns,
+ * always as lane tasks. Each tick ticks every world once, by aoi_tick_many
+ * of them all, by aoi_tick_many_begin and then aoi_tick_end of each (each
+ * checked while the others may still run) or aoi_tick_many_end, by
+ * aoi_tick of some while the others are in flight, or by aoi_tick_begin of
+ * each; and each world is checked against its model as above. At the end
+ * the pool refuses aoi_pool_destroy while its last world lives.
+ *
  * The operations depend on the seed and shape only, so every layout of a
  * seed replays the same stream. On a failure the stream so far is written as
  * a trace (diff-seedS-tT-sM-SHAPE.trace in the working directory) that
  * aoi-replay and model-replay can replay.
  *
- * usage: test_differential [v1|policies] (default: both groups).
+ * usage: test_differential [v1|policies|pool] (default: all three groups).
  * Environment: AOI_DIFF_SEEDS=N seeds per shape (default 14 for v1 and 10
  * for the policy cases, each run on 3 layouts; the op-queue cases: 2 and
- * 1, each on every layout); AOI_DIFF_SEED=S only seed S (of the group it
- * belongs to); AOI_DIFF_LAYOUT=T,M only that layout; AOI_DIFF_VERBOSE=1
- * prints one line per case; AOI_DIFF_POLICIES=off runs the policy cases'
- * streams without their policy calls and bands (a check of the harness
- * while the engine does not apply the policies).
+ * 1, each on every layout), or rounds of the pool group (default 50);
+ * AOI_DIFF_SEED=S only seed or round S (of the group it belongs to);
+ * AOI_DIFF_LAYOUT=T,M only that layout (not for the pool group);
+ * AOI_DIFF_VERBOSE=1 prints one line per case (and per round);
+ * AOI_DIFF_POLICIES=off runs the policy cases' streams without their
+ * policy calls and bands (a check of the harness while the engine does not
+ * apply the policies).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,8 +106,13 @@
 /* The policy cases: seeds POLICY_SEED_BASE + 1 ... */
 #define DEFAULT_POLICY_SEEDS 10
 #define POLICY_SEED_BASE 1000
+/* The pool group: rounds POOL_SEED_BASE + 1 ... */
+#define DEFAULT_POOL_ROUNDS 50
+#define POOL_SEED_BASE 2000
 #define LAYOUTS_PER_SEED 3
-#define POOL_MAX 640
+/* Ids a case may use: its population and half as many again (make_pool),
+   for the largest world of the pool group too. */
+#define POOL_MAX 4096
 #define SENTINEL UINT64_C(0x5e5e5e5e5e5e5e5e)
 
 static const unsigned shard_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16};
@@ -177,11 +200,17 @@ typedef struct diff_case {
   size_t kept_count, kept_capacity;
   uint64_t events_checked, calls_checked;
   uint64_t handoffs, ghosts; /* summed over ticks, for AOI_DIFF_VERBOSE */
+  uint64_t lane_ticks; /* ticks run as lane tasks (not skipped, not inline) */
   int coalesce; /* an op-queue case: many operations per entity a tick */
   /* A policy case: appeals, caps and move bands in the stream. With
      `apply_policies` 0 (AOI_DIFF_POLICIES=off) the stream draws the same
      numbers but makes no policy call and sets no band: the harness check. */
   int policies, apply_policies;
+  /* The pool group: the case's place in its round, for messages ("" for
+     the other groups), and whether it is an empty world (no operation). */
+  char round_note[192];
+  unsigned round_seed;
+  int idle;
 } diff_case;
 
 static diff_case *current; /* freed by the teardown when a case fails */
@@ -239,6 +268,17 @@ static void case_fail(diff_case *c, const char *format, ...) {
     snprintf(shape, sizeof shape, "cells %.9g", (double)c->config.cell_size);
   else
     snprintf(shape, sizeof shape, "%s", shape_name(c->config.shape));
+  if (c->round_note[0] != '\0')
+    fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
+             "max_radius %.9g move bands %u, %s, %s tick %u: %s\n"
+             "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
+             "  rerun: AOI_DIFF_SEED=%u test_differential pool",
+             c->seed, c->threads, c->shards, shape,
+             (double)c->config.hysteresis, c->config.move_events ? "on" : "off",
+             (double)c->config.max_radius, c->config.move_band_count,
+             c->round_note, c->after_tick ? "after" : "in the ops before",
+             c->after_tick ? c->tick : c->tick + 1, message, path, c->threads,
+             c->shards, path, c->round_seed);
   fail_msg("seed %u threads %u shards %u shape %s hysteresis %.9g moves %s "
            "max_radius %.9g move bands %u, %s tick %u: %s\n"
            "  trace so far: %s (aoi-replay --threads %u --shards %u %s)\n"
@@ -866,13 +906,14 @@ static void check_stats(diff_case *c, size_t model_events_count) {
               sum, stats.entities);
 }
 
-static void do_tick(diff_case *c) {
+/* Checks tick c->tick + 1 of the world, which the model made with `want`
+   and the engine with `got` (returned by `call`): the events, the
+   outboxes, the stats and some queries. */
+static void check_tick(diff_case *c, const char *call, int got, int want) {
   const model_event *events;
 
-  trace_line(&c->trace, "tick");
-  int want = model_tick(c->m);
-  int got = aoi_tick(c->world);
-  check_code(c, "aoi_tick()", got, want);
+  check_code(c, call, got, want);
+  c->lane_ticks += !c->world->skipped && !c->world->command.on_host;
   c->tick++;
   c->after_tick = 1;
   size_t count = model_events(c->m, &events);
@@ -900,6 +941,17 @@ static void do_tick(diff_case *c) {
   query_circle(c);
   query_circle(c);
   c->after_tick = 0;
+}
+
+/* The model's tick, the trace's line: before the engine's tick. */
+static int model_tick_traced(diff_case *c) {
+  trace_line(&c->trace, "tick");
+  return model_tick(c->m);
+}
+
+static void do_tick(diff_case *c) {
+  int want = model_tick_traced(c);
+  check_tick(c, "aoi_tick()", aoi_tick(c->world), want);
 }
 
 /* ---- the stream of operations ------------------------------------------- */
@@ -1664,16 +1716,21 @@ static unsigned env_unsigned(const char *name, unsigned fallback) {
   return (unsigned)strtoul(text, NULL, 10);
 }
 
-/* Which ticks run on the host (aoi__tick_on_host): `ticks_on_host` 0 =
-   the world's own choice (and worker 0's share of the others on the host
-   thread: aoi__tick_share), 1 = none (every share on its worker's
-   thread), 2 = all. */
-static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
-                     unsigned shards, int coalesce, int ticks_on_host,
-                     int policies) {
+/* The setup's population, but never more than the ids of its pool: the
+   first tick adds the whole population, one id of the pool each, until
+   that many live (the pool's ids were drawn for the population, with
+   repeats dropped), or the adds would never end. */
+static void fit_population(diff_case *c) {
+  if (c->population > c->slot_count)
+    c->population = (unsigned)c->slot_count;
+}
+
+/* A case of a seed and shape on a layout, its world not created yet: the
+   caller may change the config (case_start creates it). */
+static diff_case *case_new(unsigned seed, aoi_shape shape, unsigned threads,
+                           unsigned shards, int coalesce, int policies) {
   diff_case *c = calloc(1, sizeof *c);
   assert_non_null(c);
-  current = c;
   c->got_ids = malloc((POOL_MAX + 16) * sizeof *c->got_ids);
   c->want_ids = malloc((POOL_MAX + 16) * sizeof *c->want_ids);
   assert_non_null(c->got_ids);
@@ -1684,12 +1741,7 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
     c->population = 10 + (unsigned)rng_below(&c->rng, 100);
     c->ticks = 10 + (unsigned)rng_below(&c->rng, 10);
   }
-  /* The first tick adds the whole population, one id of the pool each,
-     until that many live: never more than the pool holds (its ids were
-     drawn for the setup's population, with repeats dropped), or the adds
-     would never end. */
-  if (c->population > c->slot_count)
-    c->population = (unsigned)c->slot_count;
+  fit_population(c);
   if (policies) {
     const char *apply = getenv("AOI_DIFF_POLICIES");
     c->policies = 1;
@@ -1700,8 +1752,15 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
   c->shards = shards;
   c->config.threads = threads;
   c->config.shards = shards;
-  trace_config(&c->trace, &c->config);
+  return c;
+}
 
+/* Creates the world and the model of c's config. Which ticks run on the
+   thread that starts them (aoi__tick_on_host): `ticks_on_host` 0 = the
+   world's own choice (and lane 0's share of a blocking tick on the host
+   thread: host_share), 1 = none (every lane a task of the pool), 2 = all. */
+static void case_start(diff_case *c, int ticks_on_host) {
+  trace_config(&c->trace, &c->config);
   int rc = aoi_create(&c->config, &c->world);
   if (rc != 0)
     case_fail(c, "aoi_create returned %s", code_name(rc));
@@ -1712,33 +1771,56 @@ static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
     c->world->inline_single = ticks_on_host == 2;
     c->world->host_share = false;
   }
+}
 
+/* The operations of one tick. */
+static void case_ops(diff_case *c) {
+  if (c->idle)
+    return;
+  if (c->coalesce)
+    coalesce_ops(c);
+  else
+    run_tick_ops(c);
+}
+
+static void case_verbose(const diff_case *c, const char *prefix) {
+  if (env_unsigned("AOI_DIFF_VERBOSE", 0))
+    printf("%sseed %u %s%s threads %u shards %u: %u ticks, %zu live, %" PRIu64
+           " calls, %" PRIu64 " events, %" PRIu64 " handoffs, %" PRIu64
+           " ghosts, %" PRIu64 " moves by reference, %" PRIu64
+           " stale references refused, %" PRIu64 " ticks as lane tasks\n",
+           prefix, c->seed, shape_name(c->config.shape),
+           c->policies ? " policies" : "", c->threads, c->shards, c->tick,
+           c->live_count, c->calls_checked, c->events_checked, c->handoffs,
+           c->ghosts, c->ref_moves, c->stale_refused, c->lane_ticks);
+}
+
+static void run_case(unsigned seed, aoi_shape shape, unsigned threads,
+                     unsigned shards, int coalesce, int ticks_on_host,
+                     int policies) {
+  diff_case *c = case_new(seed, shape, threads, shards, coalesce, policies);
+  current = c;
+  case_start(c, ticks_on_host);
   while (c->tick < c->ticks) {
-    if (c->coalesce)
-      coalesce_ops(c);
-    else
-      run_tick_ops(c);
+    case_ops(c);
     do_tick(c);
   }
   c->after_tick = 1;
   check_outboxes(c, 0);
-  if (env_unsigned("AOI_DIFF_VERBOSE", 0))
-    printf("seed %u %s%s threads %u shards %u: %u ticks, %zu live, %" PRIu64
-           " calls, %" PRIu64 " events, %" PRIu64 " handoffs, %" PRIu64
-           " ghosts, %" PRIu64 " moves by reference, %" PRIu64
-           " stale references refused\n",
-           seed, shape_name(shape), c->policies ? " policies" : "", threads,
-           shards, c->tick, c->live_count,
-           c->calls_checked, c->events_checked, c->handoffs, c->ghosts,
-           c->ref_moves, c->stale_refused);
+  case_verbose(c, "");
   current = NULL;
   free_case(c);
 }
 
-/* Whether AOI_DIFF_SEED (0: not set) names a seed of the other group: the
-   policy cases' seeds are above POLICY_SEED_BASE, the v1 ones below. */
-static int other_group(unsigned only_seed, int policies) {
-  return only_seed != 0 && (only_seed > POLICY_SEED_BASE) != (policies != 0);
+/* Whether AOI_DIFF_SEED (0: not set) names a seed of another group than
+   `group` (0 v1, 1 policies, 2 pool): the pool rounds' seeds are above
+   POOL_SEED_BASE, the policy cases' above POLICY_SEED_BASE, the v1 ones
+   below. */
+static int other_group(unsigned only_seed, int group) {
+  int of_seed = only_seed > POOL_SEED_BASE     ? 2
+                : only_seed > POLICY_SEED_BASE ? 1
+                                               : 0;
+  return only_seed != 0 && of_seed != group;
 }
 
 static void run_shape(aoi_shape shape, int policies) {
@@ -1801,6 +1883,371 @@ static void run_coalesce(aoi_shape shape, int policies) {
     if (only_seed != 0)
       break;
   }
+}
+
+/* ---- several worlds on one pool (group `pool`) --------------------------- */
+
+/* A round: a pool of P threads (P walks through pool_sizes) and 2 to 9
+   worlds, each a case of its own seed, shape and size with its own model,
+   most on the pool with their own lanes and shards, some ticked on the
+   calling thread (AOI_RUN_CALLER), at most one on threads of its own
+   (AOI_RUN_OWN). Every other round one world is large (over 2048 live
+   entities, so that its ticks run as a task per lane and step); some are
+   tiny, some empty (every tick idle), and the pool worlds run their ticks
+   where they choose or, by turns, always as lane tasks. Each tick ticks
+   them all, in one of the ways tick_round lists. */
+#define ROUND_WORLDS_MAX 10
+static const unsigned pool_sizes[] = {1, 2, 3, 5, 8};
+#define POOL_SIZES (sizeof pool_sizes / sizeof pool_sizes[0])
+static const unsigned pool_lanes[] = {0, 1, 1, 2, 3, 4, 8};
+#define POOL_LANES (sizeof pool_lanes / sizeof pool_lanes[0])
+#define RESULT_UNSET 12345 /* no aoi_* code: results[i] not written */
+
+typedef struct pool_round {
+  unsigned seed, pool_threads, ticks, tick;
+  uint64_t rng;
+  aoi_pool *pool;
+  diff_case *cases[ROUND_WORLDS_MAX];
+  aoi_world *worlds[ROUND_WORLDS_MAX];
+  int want[ROUND_WORLDS_MAX];    /* the models' tick results */
+  int results[ROUND_WORLDS_MAX];
+  size_t count, planned;         /* worlds created, and to create */
+  unsigned big, own, caller, idle; /* worlds of each kind, for verbose */
+} pool_round;
+
+static pool_round *round_now; /* freed by the teardown when a round fails */
+
+static void free_round(pool_round *p) {
+  if (p == NULL)
+    return;
+  for (size_t i = 0; i < p->count; i++)
+    free_case(p->cases[i]); /* (waits for a tick in flight) */
+  int rc = aoi_pool_destroy(p->pool);
+  free(p);
+  assert_int_equal(rc, 0); /* no world count left behind */
+}
+
+static const char *run_name(aoi_run run) {
+  return run == AOI_RUN_POOL ? "AOI_RUN_POOL"
+         : run == AOI_RUN_OWN ? "AOI_RUN_OWN"
+                              : "AOI_RUN_CALLER";
+}
+
+/* World i of the round: its own seed, shape, run, lanes, shards and size.
+   `big`: over 2048 live entities with short sight (max_radius 25), on 2
+   lanes or more of the pool. */
+static void round_world(pool_round *p, size_t i, int big) {
+  uint64_t *r = &p->rng;
+  aoi_shape shape = (aoi_shape)rng_below(r, 3);
+  int policies = rng_chance(r, 0.4);
+  int coalesce = !big && rng_chance(r, 0.2);
+  size_t kind = rng_below(r, 10);
+  aoi_run run = AOI_RUN_POOL;
+  if (i > 0 && !big && kind == 0)
+    run = AOI_RUN_CALLER;
+  else if (i > 0 && !big && kind == 1 && p->own == 0)
+    run = AOI_RUN_OWN;
+  unsigned threads = run == AOI_RUN_POOL ? pool_lanes[rng_below(r, POOL_LANES)]
+                     : run == AOI_RUN_OWN ? 1 + (unsigned)rng_below(r, 2)
+                                          : (unsigned)rng_below(r, 3);
+  if (big && threads == 1)
+    threads = 2 + (unsigned)rng_below(r, 3);
+  if (big && threads == 0 && p->pool_threads == 1)
+    threads = 3;
+  unsigned shards =
+      rng_chance(r, 0.3) ? 0 : shard_counts[rng_below(r, SHARD_COUNTS)];
+  size_t size = rng_below(r, 6);
+  int ticks_on_host = run == AOI_RUN_CALLER ? 0 : (int)rng_below(r, 2);
+
+  diff_case *c = case_new(p->seed * 16 + (unsigned)i, shape, threads, shards,
+                          coalesce, policies);
+  p->cases[i] = c;
+  p->count = i + 1;
+  c->round_seed = p->seed;
+  c->config.run = run;
+  c->config.pool = run == AOI_RUN_POOL ? p->pool : NULL;
+  if (run != AOI_RUN_OWN)
+    c->config.pin_threads = 0; /* (AOI_RUN_OWN only) */
+  if (big) {
+    c->population = 2200 + (unsigned)rng_below(&c->rng, 600);
+    c->config.max_radius = 25;
+    c->spectators = 0;
+    make_pool(c);
+    fit_population(c);
+  } else if (size == 0) {
+    c->idle = 1; /* an empty world: every tick idle */
+  } else if (size == 1) {
+    c->population = 1 + (unsigned)rng_below(&c->rng, 6);
+  }
+  p->big += big != 0;
+  p->own += run == AOI_RUN_OWN;
+  p->caller += run == AOI_RUN_CALLER;
+  p->idle += c->idle != 0;
+  snprintf(c->round_note, sizeof c->round_note,
+           "%s world %zu of %zu (%s%s) on a pool of %u threads (round seed "
+           "%u)",
+           run_name(run), i, p->planned,
+           c->idle ? "empty" : big ? "large" : "normal",
+           ticks_on_host == 1 ? ", every tick as lane tasks" : "",
+           p->pool_threads, p->seed);
+  case_start(c, ticks_on_host);
+  p->worlds[i] = c->world;
+
+  /* Lanes: the pool's threads for 0 (AOI_RUN_POOL), 1 for 0
+     (AOI_RUN_CALLER); one delivery segment each. */
+  aoi_stats stats;
+  memset(&stats, 0, sizeof stats);
+  check_code(c, "aoi_world_stats()", aoi_world_stats(c->world, &stats), 0);
+  unsigned lanes = threads != 0            ? threads
+                   : run == AOI_RUN_POOL   ? p->pool_threads
+                   : run == AOI_RUN_CALLER ? 1
+                                           : stats.threads;
+  if (stats.threads != lanes ||
+      aoi_delivery_segments(c->world) != stats.threads)
+    case_fail(c, "%u lanes and %u segments, %u lanes expected", stats.threads,
+              aoi_delivery_segments(c->world), lanes);
+}
+
+/* Checks the results of aoi_tick_many or aoi_tick_many_end of the worlds
+   `which` (indices, n of them): each written, each the model's, and the
+   call's return the first failing one's (0 here). */
+static void check_many_results(pool_round *p, const char *call, int rc,
+                               const size_t *which, size_t n,
+                               const int *results) {
+  int first = 0;
+  for (size_t k = 0; k < n; k++) {
+    diff_case *c = p->cases[which[k]];
+    if (results[k] == RESULT_UNSET)
+      case_fail(c, "%s did not write its result", call);
+    if (first == 0)
+      first = results[k];
+  }
+  if (rc != first)
+    case_fail(p->cases[which[0]], "%s returned %s, its first failing "
+              "result %s", call, code_name(rc), code_name(first));
+}
+
+/* The worlds `which` in one list, for the aoi_tick_many calls. */
+static void list_worlds(const pool_round *p, const size_t *which, size_t n,
+                        aoi_world **list, int *results) {
+  for (size_t k = 0; k < n; k++) {
+    list[k] = p->worlds[which[k]];
+    results[k] = RESULT_UNSET;
+  }
+}
+
+/* Ticks the worlds `which` with aoi_tick_many and checks each; the
+   models have ticked. */
+static void tick_many_checked(pool_round *p, const size_t *which, size_t n) {
+  aoi_world *list[ROUND_WORLDS_MAX] = {0};
+  int results[ROUND_WORLDS_MAX];
+  list_worlds(p, which, n, list, results);
+  int rc = aoi_tick_many(list, n, results);
+  check_many_results(p, "aoi_tick_many", rc, which, n, results);
+  for (size_t k = 0; k < n; k++)
+    check_tick(p->cases[which[k]], "aoi_tick_many()", results[k],
+               p->want[which[k]]);
+}
+
+/* Begins the worlds `which` with aoi_tick_many_begin. */
+static void begin_many_checked(pool_round *p, const size_t *which, size_t n) {
+  aoi_world *list[ROUND_WORLDS_MAX] = {0};
+  int results[ROUND_WORLDS_MAX];
+  list_worlds(p, which, n, list, results);
+  int rc = aoi_tick_many_begin(list, n);
+  if (rc != 0)
+    case_fail(p->cases[which[0]], "aoi_tick_many_begin of %zu worlds "
+              "returned %s", n, code_name(rc));
+}
+
+/* Ends one world's tick (polled a few times first, now and then) and
+   checks it, while the others may still be in flight on the pool. */
+static void end_one_checked(pool_round *p, size_t i) {
+  diff_case *c = p->cases[i];
+  if (rng_chance(&p->rng, 0.5))
+    for (int polls = 0; polls < 3; polls++) {
+      int done = aoi_tick_poll(c->world);
+      if (done != 0 && done != 1)
+        case_fail(c, "aoi_tick_poll returned %s", code_name(done));
+      if (done)
+        break;
+    }
+  check_tick(c, "aoi_tick_end()", aoi_tick_end(c->world), p->want[i]);
+}
+
+static void shuffle(uint64_t *r, size_t *items, size_t n) {
+  for (size_t k = n; k > 1; k--) {
+    size_t j = rng_below(r, k);
+    size_t t = items[k - 1];
+    items[k - 1] = items[j];
+    items[j] = t;
+  }
+}
+
+/* One tick of every world of the round: its operations, its model's tick,
+   then the engine's, in one of five ways:
+   0. aoi_tick_many of them all;
+   1. aoi_tick_many_begin of them all, then aoi_tick_end of each in a random
+      order, each checked while the rest may still run;
+   2. aoi_tick_many_begin, then aoi_tick_many_end;
+   3. aoi_tick_many_begin of some, then aoi_tick of each of the others (on
+      the same pool, while the first are in flight), then aoi_tick_many_end;
+   4. aoi_tick_begin of each, in a random order, then aoi_tick_end of each
+      in another (or, one time in three, aoi_tick_many of some and aoi_tick
+      of the rest one by one). */
+static void tick_round(pool_round *p) {
+  uint64_t *r = &p->rng;
+  size_t all[ROUND_WORLDS_MAX] = {0}, some[ROUND_WORLDS_MAX] = {0},
+      rest[ROUND_WORLDS_MAX] = {0};
+  size_t n = p->count, n_some = 0, n_rest = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    case_ops(p->cases[i]);
+    all[i] = i;
+  }
+  for (size_t i = 0; i < n; i++)
+    p->want[i] = model_tick_traced(p->cases[i]);
+  shuffle(r, all, n);
+  for (size_t k = 0; k < n; k++) {
+    if (rng_chance(r, 0.5))
+      some[n_some++] = all[k];
+    else
+      rest[n_rest++] = all[k];
+  }
+  size_t mode = rng_below(r, 5);
+  switch (mode) {
+  case 0:
+    tick_many_checked(p, all, n);
+    break;
+  case 1:
+    begin_many_checked(p, all, n);
+    shuffle(r, all, n);
+    for (size_t k = 0; k < n; k++)
+      end_one_checked(p, all[k]);
+    break;
+  case 2:
+  case 3: {
+    size_t *begun = mode == 2 ? all : some;
+    size_t n_begun = mode == 2 ? n : n_some;
+    begin_many_checked(p, begun, n_begun);
+    if (mode == 3)
+      for (size_t k = 0; k < n_rest; k++)
+        check_tick(p->cases[rest[k]], "aoi_tick()",
+                   aoi_tick(p->worlds[rest[k]]), p->want[rest[k]]);
+    aoi_world *list[ROUND_WORLDS_MAX] = {0};
+    int results[ROUND_WORLDS_MAX];
+    list_worlds(p, begun, n_begun, list, results);
+    int rc = aoi_tick_many_end(list, n_begun, results);
+    if (n_begun > 0)
+      check_many_results(p, "aoi_tick_many_end", rc, begun, n_begun,
+                         results);
+    else if (rc != 0)
+      fail_msg("aoi_tick_many_end of no world returned %s", code_name(rc));
+    for (size_t k = 0; k < n_begun; k++)
+      check_tick(p->cases[begun[k]], "aoi_tick_many_end()", results[k],
+                 p->want[begun[k]]);
+    break;
+  }
+  default:
+    if (rng_chance(r, 1.0 / 3)) {
+      tick_many_checked(p, some, n_some);
+      for (size_t k = 0; k < n_rest; k++)
+        check_tick(p->cases[rest[k]], "aoi_tick()",
+                   aoi_tick(p->worlds[rest[k]]), p->want[rest[k]]);
+      break;
+    }
+    for (size_t k = 0; k < n; k++) {
+      int rc = aoi_tick_begin(p->worlds[all[k]]);
+      if (rc != 0)
+        case_fail(p->cases[all[k]], "aoi_tick_begin returned %s",
+                  code_name(rc));
+    }
+    shuffle(r, all, n);
+    for (size_t k = 0; k < n; k++)
+      end_one_checked(p, all[k]);
+    break;
+  }
+  p->tick++;
+}
+
+static void run_round(unsigned seed) {
+  pool_round *p = calloc(1, sizeof *p);
+  assert_non_null(p);
+  round_now = p;
+  p->seed = seed;
+  p->rng = UINT64_C(0x2545f4914f6cdd1d) * seed;
+  rng_next(&p->rng);
+  p->pool_threads = pool_sizes[seed % POOL_SIZES];
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = p->pool_threads;
+  assert_int_equal(aoi_pool_create(&pc, &p->pool), 0);
+  assert_int_equal(aoi_pool_threads(p->pool), p->pool_threads);
+
+  size_t n = 2 + rng_below(&p->rng, 8);
+  p->planned = n;
+  size_t big = seed % 2 == 1 ? rng_below(&p->rng, n) : n; /* n: none */
+  for (size_t i = 0; i < n; i++)
+    round_world(p, i, i == big);
+  p->ticks = big < n ? 6 + (unsigned)rng_below(&p->rng, 5)
+                     : 10 + (unsigned)rng_below(&p->rng, 15);
+  while (p->tick < p->ticks)
+    tick_round(p);
+  for (size_t i = 0; i < n; i++) {
+    diff_case *c = p->cases[i];
+    c->after_tick = 1;
+    check_outboxes(c, 0);
+    case_verbose(c, "  ");
+    /* The large world is too large to tick inline: its lanes were tasks. */
+    if (i == big && c->lane_ticks == 0)
+      case_fail(c, "no tick of the large world ran as lane tasks");
+  }
+  if (env_unsigned("AOI_DIFF_VERBOSE", 0))
+    printf("pool round %u: %u threads, %zu worlds (%u large, %u empty, %u "
+           "AOI_RUN_CALLER, %u AOI_RUN_OWN), %u ticks\n",
+           seed, p->pool_threads, n, p->big, p->idle, p->caller, p->own,
+           p->ticks);
+
+  /* The pool refuses to go while a world is on it, and then works on. */
+  size_t on_pool = 0;
+  for (size_t i = 0; i < n; i++)
+    on_pool += p->cases[i]->config.run == AOI_RUN_POOL;
+  assert_true(on_pool > 0); /* (world 0 is) */
+  for (size_t i = n; i-- > 0;) {
+    diff_case *c = p->cases[i];
+    if (c->config.run == AOI_RUN_POOL && on_pool-- == 1) {
+      assert_int_equal(aoi_pool_destroy(p->pool), AOI_EBUSY);
+      int want = model_tick_traced(c);
+      check_tick(c, "aoi_tick()", aoi_tick(c->world), want);
+    }
+    assert_int_equal(aoi_destroy(c->world), 0);
+    c->world = NULL;
+  }
+  round_now = NULL;
+  free_round(p);
+}
+
+static void test_pool_worlds(void **state) {
+  (void)state;
+  unsigned rounds = env_unsigned("AOI_DIFF_SEEDS", DEFAULT_POOL_ROUNDS);
+  unsigned only_seed = env_unsigned("AOI_DIFF_SEED", 0);
+  if (other_group(only_seed, 2))
+    return;
+  if (only_seed != 0) {
+    run_round(only_seed);
+    return;
+  }
+  for (unsigned seed = POOL_SEED_BASE + 1; seed <= POOL_SEED_BASE + rounds;
+       seed++)
+    run_round(seed);
+}
+
+static int pool_teardown(void **state) {
+  (void)state;
+  pool_round *p = round_now;
+  round_now = NULL;
+  free_round(p);
+  return 0;
 }
 
 static void test_coalesce_circle(void **state) {
@@ -1870,7 +2317,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* usage: test_differential [v1|policies] (default: both groups) */
+/* usage: test_differential [v1|policies|pool] (default: all three) */
 int main(int argc, char **argv) {
   const struct CMUnitTest v1[] = {
       cmocka_unit_test_teardown(test_circle, teardown),
@@ -1888,17 +2335,23 @@ int main(int argc, char **argv) {
       cmocka_unit_test_teardown(test_policies_coalesce_square, teardown),
       cmocka_unit_test_teardown(test_policies_coalesce_cells, teardown),
   };
+  const struct CMUnitTest pool[] = {
+      cmocka_unit_test_teardown(test_pool_worlds, pool_teardown),
+  };
   const char *group = argc > 1 ? argv[1] : "";
   int failed = 0;
 
   if (argc > 2 || (argc == 2 && strcmp(group, "v1") != 0 &&
-                   strcmp(group, "policies") != 0)) {
-    fputs("usage: test_differential [v1|policies]\n", stderr);
+                   strcmp(group, "policies") != 0 &&
+                   strcmp(group, "pool") != 0)) {
+    fputs("usage: test_differential [v1|policies|pool]\n", stderr);
     return 2;
   }
-  if (strcmp(group, "policies") != 0)
+  if (argc == 1 || strcmp(group, "v1") == 0)
     failed += cmocka_run_group_tests_name("v1", v1, NULL, NULL);
-  if (strcmp(group, "v1") != 0)
+  if (argc == 1 || strcmp(group, "policies") == 0)
     failed += cmocka_run_group_tests_name("policies", policies, NULL, NULL);
+  if (argc == 1 || strcmp(group, "pool") == 0)
+    failed += cmocka_run_group_tests_name("pool", pool, NULL, NULL);
   return failed;
 }

@@ -44,6 +44,11 @@
  * api_support.h's bounds: the call returns AOI_ENOMEM and writes nothing,
  * or (a tick) keeps aoi.h's promise; the world then ends as one that never
  * failed, what each client was told included, and frees every byte.
+ * Pools too: every allocation of aoi_pool_create (no thread left running),
+ * of aoi_create of a world on a pool or on the caller (the pool counts no
+ * world: aoi_pool_destroy succeeds), and of one world's tick inside
+ * aoi_tick_many or its halves, beside a world on the same pool and one on
+ * the caller, which tick exactly as their references.
  *
  * Only this thread calls cmocka's asserts; the allocator hooks, which the
  * workers call too, only count with atomics.
@@ -56,6 +61,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -63,6 +69,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <dirent.h>
+#endif
 
 #include "aoi.h"
 #include "api_support.h"
@@ -1857,13 +1866,11 @@ static void drain_told(aoi_world *w, told_map *p, records *copy)
   records_free(&r);
 }
 
-/* scripted_world, keeping the first tick's events in a picture. */
-static aoi_world *told_world(layout l, const aoi_allocator *hooks,
-                             told_map *p)
+/* scripted_world of a config, keeping the first tick's events in a
+   picture. */
+static aoi_world *told_world_of(const aoi_config *config, told_map *p)
 {
-  aoi_config config = config_for(l, 30);
-  config.allocator = hooks;
-  aoi_world *w = create_or_fail(&config);
+  aoi_world *w = create_or_fail(config);
   for (uint64_t id = 1; id <= 160; id++)
     assert_int_equal(test_add(w, id, (float)((id * 37) % 100),
                              (float)((id * 61) % 100), 12, WM, ALL, ALL),
@@ -1871,6 +1878,15 @@ static aoi_world *told_world(layout l, const aoi_allocator *hooks,
   assert_int_equal(aoi_tick(w), 0);
   drain_told(w, p, NULL);
   return w;
+}
+
+/* scripted_world, keeping the first tick's events in a picture. */
+static aoi_world *told_world(layout l, const aoi_allocator *hooks,
+                             told_map *p)
+{
+  aoi_config config = config_for(l, 30);
+  config.allocator = hooks;
+  return told_world_of(&config, p);
 }
 
 /* Every allocation a tick makes may fail, and aoi_tick then keeps the
@@ -2042,6 +2058,426 @@ static void test_relayout_tick_out_of_memory(void **state)
   }
 }
 
+/* ---- pools -------------------------------------------------------------- */
+
+/* The threads of this process (0 where /proc cannot tell). */
+static unsigned count_threads(void)
+{
+#ifdef __linux__
+  DIR *d = opendir("/proc/self/task");
+  if (d == NULL)
+    return 0;
+  unsigned n = 0;
+  struct dirent *t;
+  while ((t = readdir(d)) != NULL)
+    n += t->d_name[0] != '.';
+  closedir(d);
+  return n;
+#else
+  return 0;
+#endif
+}
+
+/* The thread count once it holds still: a joined thread leaves /proc a
+   moment after its join, and a sanitizer may start a thread of its own
+   at the first thread this process starts (so a test starts and joins one
+   first). */
+static unsigned settled_threads(void)
+{
+  unsigned n = count_threads();
+  for (int i = 0; i < 100; i++) {
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+    unsigned again = count_threads();
+    if (again == n)
+      break;
+    n = again;
+  }
+  return n;
+}
+
+static void *no_work(void *arg)
+{
+  return arg;
+}
+
+/* The threads of this process between tests, after one was started and
+   joined. */
+static unsigned threads_at_rest(void)
+{
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  return settled_threads();
+}
+
+/* Waits up to a second for the thread count to be `want` (a joined thread
+   leaves /proc a moment after its join), and returns the count. */
+static unsigned threads_become(unsigned want)
+{
+  unsigned n = count_threads();
+  for (int i = 0; i < 1000 && n != want; i++) {
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    n = count_threads();
+  }
+  return n;
+}
+
+/* A world of two entities on `pool` ticks, and watcher 1 sees 2 enter. */
+static void expect_pool_works(aoi_pool *pool)
+{
+  aoi_config config = config_for((layout){2, 3}, 30);
+  config.run = AOI_RUN_POOL;
+  config.pool = pool;
+  aoi_world *w = create_or_fail(&config);
+  assert_int_equal(test_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+  assert_int_equal(test_add(w, 2, 90, 90, 20, WM, ALL, ALL), 0);
+  assert_int_equal(aoi_tick(w), 0);
+  assert_int_equal(aoi_move(w, 2, 20, 10), 0);
+  assert_int_equal(aoi_tick_many(&w, 1, (int[]){1}), 0);
+  static const record want[] = {{1, {2, 0, 20, 10, AOI_ENTER, 2}},
+                                {2, {1, 0, 10, 10, AOI_ENTER, 2}}};
+  records got = {0};
+  drain_all(w, &got);
+  expect_records(&got, want, COUNT_OF(want));
+  records_free(&got);
+  assert_int_equal(aoi_destroy(w), 0);
+}
+
+/* aoi_pool_create fails at each of its allocations (once, and every one
+   from there on): AOI_ENOMEM, *out untouched, every byte freed and no
+   thread left running. With memory back, the pool starts and works. */
+static void test_pool_create_out_of_memory(void **state)
+{
+  (void)state;
+  unsigned before = threads_at_rest();
+  static const unsigned sizes[] = {1, 3, 8};
+  for (size_t k = 0; k < COUNT_OF(sizes); k++)
+    for (int onward_run = 0; onward_run <= 1; onward_run++) {
+      long long span = onward_run ? ONWARD : 1;
+      counter c;
+      counter_reset(&c);
+      aoi_allocator hooks = counting_allocator(&c);
+      aoi_pool_config pc;
+      aoi_pool_config_default(&pc);
+      pc.threads = sizes[k];
+      pc.allocator = &hooks;
+      aoi_pool *p = NULL;
+      assert_int_equal(aoi_pool_create(&pc, &p), 0);
+      long long needed = atomic_load(&c.attempts);
+      assert_int_equal(aoi_pool_destroy(p), 0);
+      snprintf(where, sizeof(where), "aoi_pool_create, %u threads",
+               sizes[k]);
+      expect_all_freed(&c, where);
+      assert_true(needed >= 1);
+      for (long long n = 1; n <= needed; n++) {
+        snprintf(where, sizeof(where),
+                 "aoi_pool_create, %u threads, allocation %lld%s of %lld",
+                 sizes[k], n, onward_run ? " onward" : "", needed);
+        counter_reset(&c);
+        counter_arm(&c, n, span);
+        aoi_pool *const sentinel = (aoi_pool *)&c;
+        p = sentinel;
+        int rc = aoi_pool_create(&pc, &p);
+        if (rc != AOI_ENOMEM)
+          fail_msg("%s: aoi_pool_create returned %d", where, rc);
+        if (p != sentinel)
+          fail_msg("%s: aoi_pool_create failed and wrote *out", where);
+        expect_all_freed(&c, where);
+        if (threads_become(before) != before)
+          fail_msg("%s: %u threads, %u before", where, count_threads(),
+                   before);
+      }
+      counter_reset(&c);
+      counter_arm(&c, needed + 1, span);
+      assert_int_equal(aoi_pool_create(&pc, &p), 0);
+      counter_disarm(&c);
+      if (before != 0)
+        assert_int_equal(threads_become(before + sizes[k]), before + sizes[k]);
+      expect_pool_works(p);
+      assert_int_equal(aoi_pool_destroy(p), 0);
+      expect_all_freed(&c, where);
+    }
+}
+
+/* aoi_create of a world on a pool (AOI_RUN_POOL) or on the caller's
+   thread (AOI_RUN_CALLER) fails at each of its allocations: AOI_ENOMEM,
+   *out untouched, every byte freed; the pool runs on, with no world
+   counted on it: a world made there ticks, and aoi_pool_destroy then
+   succeeds. */
+static void test_create_on_pool_out_of_memory(void **state)
+{
+  (void)state;
+  static const struct {
+    aoi_run run;
+    unsigned lanes, shards;
+  } runs[] = {{AOI_RUN_POOL, 1, 1},   {AOI_RUN_POOL, 0, 5},
+              {AOI_RUN_POOL, 4, 8},   {AOI_RUN_CALLER, 0, 0},
+              {AOI_RUN_CALLER, 3, 4}};
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 2;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  unsigned threads = settled_threads();
+  for (size_t r = 0; r < COUNT_OF(runs); r++)
+    for (int onward_run = 0; onward_run <= 1; onward_run++) {
+      long long span = onward_run ? ONWARD : 1;
+      counter c;
+      counter_reset(&c);
+      aoi_allocator hooks = counting_allocator(&c);
+      aoi_config config = config_for((layout){runs[r].lanes, runs[r].shards},
+                                     30);
+      config.run = runs[r].run;
+      config.pool = runs[r].run == AOI_RUN_POOL ? pool : NULL;
+      config.allocator = &hooks;
+      aoi_world *w = create_or_fail(&config);
+      long long needed = atomic_load(&c.attempts);
+      assert_int_equal(aoi_destroy(w), 0);
+      snprintf(where, sizeof(where), "aoi_create, %s, lanes %u shards %u",
+               runs[r].run == AOI_RUN_POOL ? "AOI_RUN_POOL" : "AOI_RUN_CALLER",
+               runs[r].lanes, runs[r].shards);
+      expect_all_freed(&c, where);
+      assert_true(needed > 0);
+      for (long long n = 1; n <= needed; n++) {
+        snprintf(where, sizeof(where),
+                 "aoi_create, %s, lanes %u shards %u, allocation %lld%s of "
+                 "%lld",
+                 runs[r].run == AOI_RUN_POOL ? "AOI_RUN_POOL"
+                                             : "AOI_RUN_CALLER",
+                 runs[r].lanes, runs[r].shards, n,
+                 onward_run ? " onward" : "", needed);
+        counter_reset(&c);
+        counter_arm(&c, n, span);
+        aoi_world *const sentinel = (aoi_world *)&c;
+        w = sentinel;
+        int rc = aoi_create(&config, &w);
+        if (rc != AOI_ENOMEM)
+          fail_msg("%s: aoi_create returned %d", where, rc);
+        if (w != sentinel)
+          fail_msg("%s: aoi_create failed and wrote *out", where);
+        expect_all_freed(&c, where);
+        if (n % 8 == 1)
+          expect_pool_works(pool);
+      }
+      counter_reset(&c);
+      counter_arm(&c, needed + 1, span);
+      w = create_or_fail(&config);
+      counter_disarm(&c);
+      assert_int_equal(test_add(w, 1, 10, 10, 20, WM, ALL, ALL), 0);
+      assert_int_equal(test_add(w, 2, 20, 10, 20, WM, ALL, ALL), 0);
+      assert_int_equal(aoi_tick_many(&w, 1, (int[]){1}), 0);
+      EXPECT_VIEW(w, 1, 2);
+      assert_int_equal(aoi_destroy(w), 0);
+      expect_all_freed(&c, where);
+    }
+  assert_int_equal(settled_threads(), threads);
+  expect_pool_works(pool);
+  assert_int_equal(aoi_pool_destroy(pool), 0); /* no world count leaked */
+}
+
+/* A world of the one-call tests with its client picture, and a reference
+   world that never fails with its own. */
+typedef struct told_pair {
+  aoi_world *w, *ref;
+  told_map pw, pr;
+} told_pair;
+
+static void told_pair_open(told_pair *t, const aoi_config *config)
+{
+  memset(t, 0, sizeof(*t));
+  t->w = told_world_of(config, &t->pw);
+  aoi_config ref = config_for((layout){1, 1}, 30);
+  t->ref = told_world_of(&ref, &t->pr);
+}
+
+static void told_pair_close(told_pair *t)
+{
+  assert_int_equal(aoi_destroy(t->w), 0);
+  assert_int_equal(aoi_destroy(t->ref), 0);
+  free(t->pw.slots);
+  free(t->pr.slots);
+}
+
+/* The script's operations on both worlds, which must agree. */
+static void told_pair_script(told_pair *t)
+{
+  for (int i = 0; i < SCRIPT_OPS; i++) {
+    int rc = script_op(t->w, i);
+    assert_int_equal(rc, script_op(t->ref, i));
+    if (rc == 0 && i % 5 == 4 && i % 3 != 0) { /* a removal */
+      told_forget(&t->pw, 1 + (uint64_t)(i % 160));
+      told_forget(&t->pr, 1 + (uint64_t)(i % 160));
+    }
+  }
+}
+
+/* The reference ticks; both drain: the same events. */
+static void told_pair_exact(told_pair *t)
+{
+  assert_int_equal(aoi_tick(t->ref), 0);
+  records got = {0}, want = {0};
+  drain_told(t->w, &t->pw, &got);
+  drain_told(t->ref, &t->pr, &want);
+  expect_records(&got, want.items, want.count);
+  records_free(&got);
+  records_free(&want);
+}
+
+/* After one more round of moves and a tick, the pictures and views of
+   both worlds agree, and the world is consistent. */
+static void told_pair_converge(told_pair *t, aoi_world *const *others,
+                               size_t n)
+{
+  for (uint64_t id = 1; id <= 160; id += 4)
+    assert_int_equal(aoi_move(t->w, id, 50, 50), aoi_move(t->ref, id, 50, 50));
+  int results[4] = {1, 1, 1, 1};
+  aoi_world *list[4] = {t->w};
+  for (size_t i = 0; i < n; i++)
+    list[1 + i] = others[i];
+  assert_int_equal(aoi_tick_many(list, 1 + n, results), 0);
+  assert_int_equal(aoi_tick(t->ref), 0);
+  drain_told(t->w, &t->pw, NULL);
+  drain_told(t->ref, &t->pr, NULL);
+  expect_same_told(&t->pw, &t->pr);
+  for (uint64_t id = 1; id <= 2000; id++) {
+    answer a, b;
+    int ra = aoi_view(t->w, id, a.ids, MAX_IDS, &a.count);
+    int rb = aoi_view(t->ref, id, b.ids, MAX_IDS, &b.count);
+    assert_int_equal(ra, rb);
+    if (ra == 0)
+      expect_ids(&a, b.ids, b.count);
+  }
+  assert_true(aoi__world_valid(t->w));
+}
+
+/* Every allocation of one world's tick fails in turn while aoi_tick_many
+   (or its two halves) ticks it with two others, one on the same pool and
+   one on the calling thread: the failing world's result is 0 or
+   AOI_ENOMEM, as aoi_tick's would be (not started: the next tick is
+   exact; started: nothing lost, nothing duplicated), the call returns it,
+   and the others tick exactly as their references. The failing world runs
+   on the pool with one lane or several, on the caller, on its own
+   threads. Then every byte is freed. */
+static void test_tick_many_out_of_memory(void **state)
+{
+  (void)state;
+  static const struct {
+    aoi_run run;
+    unsigned lanes, shards;
+  } runs[] = {{AOI_RUN_POOL, 1, 1},
+              {AOI_RUN_POOL, 2, 3},
+              {AOI_RUN_POOL, 4, 8},
+              {AOI_RUN_CALLER, 2, 3},
+              {AOI_RUN_OWN, 2, 3}};
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 3;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  aoi_config other_pool = config_for((layout){2, 2}, 30);
+  other_pool.run = AOI_RUN_POOL;
+  other_pool.pool = pool;
+  aoi_config other_caller = config_for((layout){1, 3}, 30);
+  other_caller.run = AOI_RUN_CALLER;
+  for (size_t r = 0; r < COUNT_OF(runs); r++) {
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_config config =
+        config_for((layout){runs[r].lanes, runs[r].shards}, 30);
+    config.run = runs[r].run;
+    config.pool = runs[r].run == AOI_RUN_POOL ? pool : NULL;
+    config.allocator = &hooks;
+    told_map scratch = {0};
+    aoi_world *w = told_world_of(&config, &scratch);
+    for (int i = 0; i < SCRIPT_OPS; i++)
+      (void)script_op(w, i);
+    long long before = atomic_load(&c.attempts);
+    int result = 1;
+    assert_int_equal(aoi_tick_many(&w, 1, &result), 0);
+    assert_int_equal(result, 0);
+    long long needed = atomic_load(&c.attempts) - before;
+    aoi_destroy(w);
+    free(scratch.slots);
+    assert_true(needed > 3);
+    int not_started = 0, degraded = 0;
+    for (long long n = 1; n <= needed; n++) {
+      snprintf(where, sizeof(where),
+               "aoi_tick_many, run %d lanes %u shards %u, allocation %lld of "
+               "%lld",
+               (int)runs[r].run, runs[r].lanes, runs[r].shards, n, needed);
+      counter_reset(&c);
+      told_pair f, g, h;
+      told_pair_open(&f, &config);
+      told_pair_open(&g, &other_pool);
+      told_pair_open(&h, &other_caller);
+      told_pair_script(&f);
+      told_pair_script(&g);
+      told_pair_script(&h);
+      aoi_world *list[3] = {g.w, f.w, h.w};
+      int results[3] = {1, 1, 1};
+      counter_arm(&c, n, 1);
+      int rc;
+      if (n % 2 == 0) {
+        rc = aoi_tick_many(list, 3, results);
+      } else {
+        assert_int_equal(aoi_tick_many_begin(list, 3), 0);
+        rc = aoi_tick_many_end(list, 3, results);
+      }
+      counter_disarm(&c);
+      if (results[0] != 0 || results[2] != 0)
+        fail_msg("%s: the other worlds' results %d and %d", where,
+                 results[0], results[2]);
+      if (results[1] != 0 && results[1] != AOI_ENOMEM)
+        fail_msg("%s: the failing world's result %d", where, results[1]);
+      if (rc != results[1])
+        fail_msg("%s: returned %d, the failing world's result %d", where, rc,
+                 results[1]);
+      if (results[1] == AOI_ENOMEM && atomic_load(&c.injected) == 0)
+        fail_msg("%s: AOI_ENOMEM, but no allocation failed", where);
+      told_pair_exact(&g);
+      told_pair_exact(&h);
+      aoi_stats s;
+      assert_int_equal(aoi_world_stats(f.w, &s), 0);
+      if (s.tick == 1) {
+        /* Not started: the queued operations apply at the next tick. */
+        assert_int_equal(results[1], AOI_ENOMEM);
+        not_started++;
+        assert_int_equal(aoi_tick(f.ref), 0); /* its missed tick */
+        records got = {0}, want = {0};
+        drain_told(f.ref, &f.pr, &want);
+        assert_int_equal(aoi_tick_many(&f.w, 1, results), 0);
+        drain_told(f.w, &f.pw, &got);
+        expect_records(&got, want.items, want.count);
+        records_free(&got);
+        records_free(&want);
+      } else {
+        assert_int_equal(s.tick, 2);
+        if (results[1] == 0) {
+          told_pair_exact(&f);
+        } else {
+          degraded++;
+          assert_int_equal(aoi_tick(f.ref), 0);
+          drain_told(f.w, &f.pw, NULL);
+          drain_told(f.ref, &f.pr, NULL);
+        }
+      }
+      assert_true(aoi__world_valid(f.w));
+      /* The next tick, with the others: pictures and views agree. */
+      aoi_world *others[2] = {g.w, h.w};
+      told_pair_converge(&f, others, 2);
+      told_pair_close(&f);
+      told_pair_close(&g);
+      told_pair_close(&h);
+      expect_all_freed(&c, where);
+    }
+    /* Both ways of failing were reached. */
+    assert_true(not_started > 0);
+    assert_true(degraded > 0);
+  }
+  assert_int_equal(aoi_pool_destroy(pool), 0);
+}
+
 int main(void)
 {
   const char *stride = getenv("AOI_OOM_STRIDE");
@@ -2075,6 +2511,9 @@ int main(void)
       cmocka_unit_test(test_operations_out_of_memory),
       cmocka_unit_test(test_tick_out_of_memory),
       cmocka_unit_test(test_relayout_tick_out_of_memory),
+      cmocka_unit_test(test_pool_create_out_of_memory),
+      cmocka_unit_test(test_create_on_pool_out_of_memory),
+      cmocka_unit_test(test_tick_many_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

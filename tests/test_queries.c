@@ -5,7 +5,8 @@
  * AOI_ENOENT; the whole count whatever the capacity, nothing written past
  * it; the circle's argument checks; and the statistics (tick, threads,
  * shards, entities, watchers, per-shard counts, events, handoffs) on every
- * layout. (Queries under layer masks: test_events; queries against a
+ * layout, and the CPU times of measure_cpu (work_ns, span_ns) wherever the
+ * ticks run. (Queries under layer masks: test_events; queries against a
  * brute-force count: test_events' crowd.)
  */
 #include <stdarg.h>
@@ -283,12 +284,77 @@ static void test_stats(void **state)
   }
 }
 
+/* measure_cpu: after a tick that did work, work_ns and span_ns are set,
+   and the span (the slowest lane's share of each phase, plus the serial
+   part) is at most the work (every lane's); without it both are 0; before
+   the first tick both are 0. On a private pool, a shared one and the
+   caller's thread, with one lane and several. */
+static void test_measure_cpu(void **state)
+{
+  (void)state;
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 3;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  static const struct {
+    aoi_run run;
+    unsigned lanes;
+  } runs[] = {{AOI_RUN_OWN, 1}, {AOI_RUN_OWN, 2},    {AOI_RUN_POOL, 1},
+              {AOI_RUN_POOL, 3}, {AOI_RUN_CALLER, 1}, {AOI_RUN_CALLER, 2}};
+  for (size_t r = 0; r < COUNT_OF(runs); r++)
+    for (unsigned measure = 0; measure <= 1; measure++) {
+      aoi_config c = config_for((layout){runs[r].lanes, 4}, 10);
+      c.run = runs[r].run;
+      c.pool = runs[r].run == AOI_RUN_POOL ? pool : NULL;
+      c.measure_cpu = measure;
+      aoi_world *w = create_or_fail(&c);
+      aoi_stats s;
+      assert_int_equal(aoi_world_stats(w, &s), 0);
+      assert_true(s.work_ns == 0 && s.span_ns == 0);
+      /* 3000 entities: a tick of the pool world runs as lane tasks */
+      for (uint64_t id = 1; id <= 3000; id++)
+        assert_int_equal(test_add(w, id, (float)(id % 97),
+                                  (float)(id * 31 % 89), 3, WM, ALL, ALL),
+                         0);
+      for (int t = 0; t < 4; t++) {
+        for (uint64_t id = 1; id <= 3000; id += 2)
+          assert_int_equal(aoi_move(w, id, (float)((id + (uint64_t)t) % 97),
+                                    (float)(id * 31 % 89)),
+                           0);
+        if (t % 2 == 0) {
+          assert_int_equal(aoi_tick(w), 0);
+        } else {
+          int result = 1;
+          assert_int_equal(aoi_tick_many(&w, 1, &result), 0);
+          assert_int_equal(result, 0);
+        }
+        assert_int_equal(aoi_world_stats(w, &s), 0);
+        if (measure) {
+          if (s.work_ns == 0 || s.span_ns == 0 || s.span_ns > s.work_ns)
+            fail_msg("run %d, %u lanes, tick %d: work %llu ns, span %llu ns",
+                     (int)runs[r].run, runs[r].lanes, t,
+                     (unsigned long long)s.work_ns,
+                     (unsigned long long)s.span_ns);
+        } else {
+          assert_true(s.work_ns == 0 && s.span_ns == 0);
+        }
+        records out = {0};
+        drain_all(w, &out);
+        records_free(&out);
+      }
+      assert_int_equal(aoi_destroy(w), 0);
+    }
+  assert_int_equal(aoi_pool_destroy(pool), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_queries_answer_last_tick),
       cmocka_unit_test(test_query_capacity),
       cmocka_unit_test(test_stats),
+      cmocka_unit_test(test_measure_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
