@@ -373,9 +373,11 @@ AOI_EXPORT int aoi_tick_many(aoi_world *const *worlds, size_t n,
    checks (0, AOI_EINVAL or AOI_EBUSY), and returns. Each world is then in
    flight (rule 3) until aoi_tick_end of it, or aoi_tick_many_end. */
 AOI_EXPORT int aoi_tick_many_begin(aoi_world *const *worlds, size_t n);
-/* aoi_tick_end of every world, results as aoi_tick_many's; AOI_EINVAL
-   (and nothing waited for) when a world is NULL, listed twice or has no
-   tick in flight. */
+/* aoi_tick_end of every world, results as aoi_tick_many's. Refused,
+   waiting for nothing and writing nothing: AOI_EINVAL (NULL worlds or
+   results with n > 0, a NULL world, a world listed twice), AOI_EBUSY (a
+   delivery runs on a world), AOI_EINVAL (a world with no tick in
+   flight). */
 AOI_EXPORT int aoi_tick_many_end(aoi_world *const *worlds, size_t n,
                                  int *results);
 

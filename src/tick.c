@@ -866,7 +866,7 @@ int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
   size_t marked = 0;
   for (; marked < n; marked++) {
     aoi_world *w = worlds[marked];
-    if (w == NULL || w->listed || !w->in_flight) {
+    if (w == NULL || w->listed) {
       rc = AOI_EINVAL;
       break;
     }
@@ -874,6 +874,13 @@ int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
   }
   for (size_t i = 0; i < marked; i++)
     worlds[i]->listed = false;
+  /* then AOI_EBUSY (a delivery runs), then one with no tick in flight */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (!worlds[i]->in_flight && aoi__busy(worlds[i]) != 0)
+      rc = AOI_EBUSY;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (!worlds[i]->in_flight)
+      rc = AOI_EINVAL;
   if (rc != 0)
     return rc;
   for (size_t i = 0; i < n; i++) {

@@ -56,7 +56,7 @@
  * makes a pool of 1, 2, 3, 5 or 8 threads (by turns) and 2 to 9 worlds,
  * each a case of its own seed, shape and size (v1 or policy streams, some
  * op-queue ones) with its own model: most on the pool with their own
- * lanes (0, the pool's count, to 8) and shards, some on the calling thread
+ * lanes (0, that is 1, to 8) and shards, some on the calling thread
  * (AOI_RUN_CALLER), at most one on threads of its own (AOI_RUN_OWN, pinned
  * by the seed's turn); every other round one large world (over 2048 live
  * entities, short sight: its ticks are lane tasks), and some tiny or empty
@@ -1950,10 +1950,8 @@ static void round_world(pool_round *p, size_t i, int big) {
   unsigned threads = run == AOI_RUN_POOL ? pool_lanes[rng_below(r, POOL_LANES)]
                      : run == AOI_RUN_OWN ? 1 + (unsigned)rng_below(r, 2)
                                           : (unsigned)rng_below(r, 3);
-  if (big && threads == 1)
+  if (big && threads <= 1)
     threads = 2 + (unsigned)rng_below(r, 3);
-  if (big && threads == 0 && p->pool_threads == 1)
-    threads = 3;
   unsigned shards =
       rng_chance(r, 0.3) ? 0 : shard_counts[rng_below(r, SHARD_COUNTS)];
   size_t size = rng_below(r, 6);
@@ -1993,15 +1991,14 @@ static void round_world(pool_round *p, size_t i, int big) {
   case_start(c, ticks_on_host);
   p->worlds[i] = c->world;
 
-  /* Lanes: the pool's threads for 0 (AOI_RUN_POOL), 1 for 0
-     (AOI_RUN_CALLER); one delivery segment each. */
+  /* Lanes: 1 for 0 (AOI_RUN_POOL, AOI_RUN_CALLER); one delivery segment
+     each. */
   aoi_stats stats;
   memset(&stats, 0, sizeof stats);
   check_code(c, "aoi_world_stats()", aoi_world_stats(c->world, &stats), 0);
-  unsigned lanes = threads != 0            ? threads
-                   : run == AOI_RUN_POOL   ? p->pool_threads
-                   : run == AOI_RUN_CALLER ? 1
-                                           : stats.threads;
+  unsigned lanes = threads != 0 ? threads
+                   : run == AOI_RUN_OWN ? stats.threads
+                                        : 1;
   if (stats.threads != lanes ||
       aoi_delivery_segments(c->world) != stats.threads)
     case_fail(c, "%u lanes and %u segments, %u lanes expected", stats.threads,
