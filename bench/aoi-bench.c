@@ -875,10 +875,10 @@ static void algo_run_init(algo_run *r, const algo_class *cls,
   r->checksum = BENCH_CHECKSUM_SEED;
 }
 
-/* Submits one tick's operations and ticks; `tick` 0 is the warm-up, not
-   measured. */
-static void algo_run_tick(algo_run *r, unsigned tick, const bench_op *ops,
-                          size_t n)
+/* Submits one tick's operations and ticks; the ticks before `warmup`
+   are not measured. */
+static void algo_run_tick(algo_run *r, unsigned tick, unsigned warmup,
+                          const bench_op *ops, size_t n)
 {
   uint64_t s0 = bench_now_ns();
   submit_algo(r->a, ops, n);
@@ -886,11 +886,12 @@ static void algo_run_tick(algo_run *r, unsigned tick, const bench_op *ops,
   algo_tick(r->a);
   uint64_t s2 = bench_now_ns();
   uint64_t drained = hash_algo(r->a, &r->checksum);
-  if (tick == 0)
+  if (tick < warmup)
     return;
-  r->submit[tick - 1] = ns_to_ms(s1 - s0);
-  r->tick[tick - 1] = ns_to_ms(s2 - s1);
-  r->frame[tick - 1] = ns_to_ms(s2 - s0);
+  unsigned m = tick - warmup;
+  r->submit[m] = ns_to_ms(s1 - s0);
+  r->tick[m] = ns_to_ms(s2 - s1);
+  r->frame[m] = ns_to_ms(s2 - s0);
   r->events += (double)drained;
 }
 
@@ -1036,8 +1037,9 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   double updates = 0, events = 0, ghosts = 0, handoffs = 0;
   uint64_t allocs_tick = 0, allocs_submit = 0, allocs_drain = 0;
   r->os_threads = -1;
-  for (unsigned tick = 0; tick <= ticks; tick++) {
-    bench_progress("[%s] tick %u/%u", label, tick, ticks);
+  unsigned warmup = o->warmup;
+  for (unsigned tick = 0; tick < warmup + ticks; tick++) {
+    bench_progress("[%s] tick %u/%u", label, tick, warmup + ticks);
     const bench_op *ops = NULL; /* the last world's: lockstep has one */
     size_t n = 0, total = 0;
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
@@ -1076,23 +1078,22 @@ static void run_engine(const bench_options *o, const scenario_result *s,
         bench_die("tick %" PRIu64 ": drained %" PRIu64 " events from world"
                   " %u, aoi_stats says %" PRIu64,
                   st.tick, wr[i].drained, i, st.events);
-      ghosts += tick ? (double)st.ghosts : 0;
-      handoffs += tick ? (double)st.handoffs : 0;
+      ghosts += tick >= warmup ? (double)st.ghosts : 0;
+      handoffs += tick >= warmup ? (double)st.handoffs : 0;
       work += st.work_ns;
       spans[i] = st.span_ns;
       if (i == 0)
         stats = st;
     }
     for (size_t k = 0; k < beside; k++) {
-      algo_run_tick(&runs[k], tick, ops, n);
+      algo_run_tick(&runs[k], tick, warmup, ops, n);
       verify_tick(label, stats.tick, &list, runs[k].a);
     }
-    if (tick == 0) {
-      /* Every thread the run uses is up once a tick has run. */
+    if (tick == 0) /* every thread the run uses is up once a tick ran */
       r->os_threads = os_thread_count();
+    if (tick < warmup)
       continue;
-    }
-    unsigned m = tick - 1;
+    unsigned m = tick - warmup;
     t.submit[m] = ns_to_ms(s1 - s0);
     t.tick[m] = ns_to_ms(s2 - s1);
     t.drain[m] = ns_to_ms(s3 - s2);
@@ -1226,11 +1227,11 @@ static void run_algo(const bench_options *o, const scenario_result *s,
   char label[96];
   snprintf(label, sizeof(label), "%s%s %s", s->sc->name,
            plain ? " plain" : "", cls->name);
-  for (unsigned tick = 0; tick <= o->ticks; tick++) {
-    bench_progress("[%s] tick %u/%u", label, tick, o->ticks);
+  for (unsigned tick = 0; tick < o->warmup + o->ticks; tick++) {
+    bench_progress("[%s] tick %u/%u", label, tick, o->warmup + o->ticks);
     size_t n;
     const bench_op *ops = tick ? crowd_next(c, &n) : crowd_start(c, &n);
-    algo_run_tick(&r, tick, ops, n);
+    algo_run_tick(&r, tick, o->warmup, ops, n);
   }
   bench_progress_clear();
   algo_run_finish(&r, o->ticks, out);
@@ -1401,7 +1402,11 @@ static void usage(FILE *out)
       "  --neighbours K     entities each one sees, on average: sizes the\n"
       "                     world, side = sqrt(N pi R^2 / K) (default 35)\n"
       "  --step S           distance walked a tick (default radius / 20)\n"
-      "  --ticks T          measured ticks, after one warm-up (default 50)\n"
+      "  --ticks T          measured ticks, after the warm-up (default 50)\n"
+      "  --warmup W         ticks before them, not measured; the first adds\n"
+      "                     the crowd (default 1). A gathering crowd\n"
+      "                     (hotspot) needs the cuts to follow it first:\n"
+      "                     more than --rebalance ticks\n"
       "  --threads LIST     worker threads, comma-separated: a sweep;\n"
       "                     0 = one per core (default $AOI_THREADS, else 0)\n"
       "  --shards N         spatial shards (of each world); 0 = one per\n"
@@ -1715,6 +1720,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
   o->neighbours = 35;
   o->players = 1;
   o->ticks = 50;
+  o->warmup = 1;
   o->seed = 1;
   o->moves = 1;
   o->shape = AOI_SHAPE_CIRCLE;
@@ -1810,6 +1816,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->step_given = 1;
     } else if (strcmp(flag, "--ticks") == 0)
       o->ticks = (unsigned)parse_unsigned(flag, value, 1, 10000000);
+    else if (strcmp(flag, "--warmup") == 0)
+      o->warmup = (unsigned)parse_unsigned(flag, value, 1, 10000000);
     else if (strcmp(flag, "--threads") == 0) {
       threads = value;
       threads_flag = "--threads";

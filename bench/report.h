@@ -23,7 +23,7 @@ typedef struct bench_options {
   double radius, neighbours, players, hysteresis;
   double step;
   int step_given; /* else step = radius / 20 */
-  unsigned ticks, shards, rebalance;
+  unsigned ticks, warmup, shards, rebalance;
   uint64_t seed;
   int moves;
   aoi_shape shape;
