@@ -109,7 +109,8 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' \
 [ -n "$build_type" ] || build_type="unknown"
 
 echo "Machine: $cpus CPUs, $model. Commit \`$commit\`, $build_type build;"
-echo "Each run: --ticks $ticks (measured, after one warm-up), --seed $seed."
+echo "Each run: --ticks $ticks (measured, after one warm-up tick; the hotspot's"
+echo "after 20), --seed $seed."
 
 # grouped N: N with its thousands grouped by commas (1,000,000).
 grouped() {
