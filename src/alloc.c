@@ -11,6 +11,32 @@
  */
 #include "base.h"
 
+#include <stdlib.h>
+
+static void *malloc_alloc(void *user, size_t size)
+{
+  (void)user;
+  return malloc(size);
+}
+
+static void *malloc_realloc(void *user, void *ptr, size_t old_size,
+                            size_t new_size)
+{
+  (void)user;
+  (void)old_size;
+  return realloc(ptr, new_size);
+}
+
+static void malloc_free(void *user, void *ptr, size_t size)
+{
+  (void)user;
+  (void)size;
+  free(ptr);
+}
+
+const aoi_allocator aoi__malloc_hooks = {malloc_alloc, malloc_realloc,
+                                         malloc_free, NULL};
+
 void *aoi__alloc(const aoi_allocator *a, size_t size)
 {
   return a->alloc(a->user, size ? size : 1);

@@ -103,6 +103,9 @@ static inline _Noreturn void aoi__assert_fail(const char *what,
 
 /* ---- allocation (alloc.c) ----------------------------------------------- */
 
+/* The hooks over malloc, realloc and free, for a config without any. */
+extern const aoi_allocator aoi__malloc_hooks;
+
 void *aoi__alloc(const aoi_allocator *a, size_t size);
 void *aoi__calloc(const aoi_allocator *a, size_t size);
 void *aoi__realloc(const aoi_allocator *a, void *ptr, size_t old_size,

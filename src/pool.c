@@ -165,27 +165,6 @@ unsigned aoi__online_cores(void)
   return n > (long)AOI__MAX_THREADS ? AOI__MAX_THREADS : (unsigned)n;
 }
 
-static void *default_alloc(void *user, size_t size)
-{
-  (void)user;
-  return malloc(size);
-}
-
-static void *default_realloc(void *user, void *ptr, size_t old_size,
-                             size_t new_size)
-{
-  (void)user;
-  (void)old_size;
-  return realloc(ptr, new_size);
-}
-
-static void default_free(void *user, void *ptr, size_t size)
-{
-  (void)user;
-  (void)size;
-  free(ptr);
-}
-
 void aoi_pool_config_default(aoi_pool_config *config)
 {
   if (config == NULL)
@@ -256,7 +235,7 @@ int aoi__pool_create(const aoi_pool_config *config, aoi_pool **out)
 {
   if (config == NULL || out == NULL || !pool_config_valid(config))
     return AOI_EINVAL;
-  aoi_allocator a = {default_alloc, default_realloc, default_free, NULL};
+  aoi_allocator a = aoi__malloc_hooks;
   if (config->allocator != NULL)
     a = *config->allocator;
   aoi_pool *p = a.alloc(a.user, sizeof(*p));

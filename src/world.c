@@ -1,11 +1,12 @@
 /*
  * world.c: the world's lifecycle and configuration: aoi_config_default and
- * the config's checks, aoi_create and aoi_destroy, the default allocator
- * hooks, error names and the version. A world is created with its shards,
- * rings, workers (lanes) and its place on a pool (its own pool's threads,
- * for AOI_RUN_OWN), all of which live until aoi_destroy; the host side's
- * state (submit.c) grows with use. A creation that fails frees what it made (world_free), so each step
- * of aoi_create only has to leave what it made where world_free finds it.
+ * the config's checks, aoi_create and aoi_destroy, error names and the
+ * version. A world is created with its shards, rings, workers (lanes) and
+ * its place on a pool (its own pool's threads, for AOI_RUN_OWN), all of
+ * which live until aoi_destroy; the host side's state (submit.c) grows
+ * with use. A creation that fails frees what it made (world_free), so
+ * each step of aoi_create only has to leave what it made where world_free
+ * finds it.
  */
 #include "internal.h"
 
@@ -16,29 +17,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- the default allocator hooks (malloc) ------------------------------- */
-
-static void *default_alloc(void *user, size_t size)
-{
-  (void)user;
-  return malloc(size);
-}
-
-static void *default_realloc(void *user, void *ptr, size_t old_size,
-                             size_t new_size)
-{
-  (void)user;
-  (void)old_size;
-  return realloc(ptr, new_size);
-}
-
-static void default_free(void *user, void *ptr, size_t size)
-{
-  (void)user;
-  (void)size;
-  free(ptr);
-}
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -207,8 +185,7 @@ static void world_free(aoi_world *w)
    free it. 0, AOI_ENOMEM or AOI_ESYS (then nothing is left). */
 static int world_alloc(const aoi_config *config, aoi_world **out)
 {
-  aoi_allocator allocator = {default_alloc, default_realloc, default_free,
-                             NULL};
+  aoi_allocator allocator = aoi__malloc_hooks;
   if (config->allocator != NULL)
     allocator = *config->allocator;
   aoi_world *w = aoi__calloc(&allocator, sizeof(*w));

@@ -1,13 +1,18 @@
 /*
  * support.c: what several tests share (see support.h).
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
 #include "support.h"
 
+#include <dirent.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void *plain_alloc(void *user, size_t size)
 {
@@ -295,4 +300,56 @@ const char *flags_word(unsigned flags)
          : flags == AOI_MARKER                 ? "M"
          : flags == (AOI_WATCHER | AOI_MARKER) ? "WM"
                                                : "X";
+}
+
+/* ---- this process's threads --------------------------------------------- */
+
+unsigned test_threads(void)
+{
+  DIR *d = opendir("/proc/self/task");
+  if (d == NULL)
+    return 0;
+  unsigned n = 0;
+  struct dirent *t;
+  while ((t = readdir(d)) != NULL)
+    n += t->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+unsigned test_threads_settled(void)
+{
+  unsigned n = test_threads();
+  for (int i = 0; i < 100; i++) {
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+    unsigned again = test_threads();
+    if (again == n)
+      break;
+    n = again;
+  }
+  return n;
+}
+
+static void *no_work(void *arg)
+{
+  return arg;
+}
+
+unsigned test_threads_at_rest(void)
+{
+  pthread_t t;
+  if (pthread_create(&t, NULL, no_work, NULL) != 0 ||
+      pthread_join(t, NULL) != 0)
+    abort();
+  return test_threads_settled();
+}
+
+unsigned test_threads_become(unsigned want)
+{
+  unsigned n = test_threads();
+  for (int i = 0; i < 1000 && n != want; i++) {
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    n = test_threads();
+  }
+  return n;
 }

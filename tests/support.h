@@ -139,4 +139,18 @@ void trace_config(trace_text *t, const aoi_config *c);
    any other value. */
 const char *flags_word(unsigned flags);
 
+/* ---- this process's threads --------------------------------------------- */
+
+/* The threads of this process (0 where /proc cannot tell). */
+unsigned test_threads(void);
+/* The count once it holds still: a joined thread leaves /proc a moment
+   after its join. */
+unsigned test_threads_settled(void);
+/* The count between tests: after a thread was started and joined (a
+   sanitizer may start a thread of its own at the first thread this
+   process starts), settled. Aborts if no thread can be started. */
+unsigned test_threads_at_rest(void);
+/* Waits up to a second for the count to be `want`; returns the count. */
+unsigned test_threads_become(unsigned want);
+
 #endif

@@ -2060,67 +2060,6 @@ static void test_relayout_tick_out_of_memory(void **state)
 
 /* ---- pools -------------------------------------------------------------- */
 
-/* The threads of this process (0 where /proc cannot tell). */
-static unsigned count_threads(void)
-{
-#ifdef __linux__
-  DIR *d = opendir("/proc/self/task");
-  if (d == NULL)
-    return 0;
-  unsigned n = 0;
-  struct dirent *t;
-  while ((t = readdir(d)) != NULL)
-    n += t->d_name[0] != '.';
-  closedir(d);
-  return n;
-#else
-  return 0;
-#endif
-}
-
-/* The thread count once it holds still: a joined thread leaves /proc a
-   moment after its join, and a sanitizer may start a thread of its own
-   at the first thread this process starts (so a test starts and joins one
-   first). */
-static unsigned settled_threads(void)
-{
-  unsigned n = count_threads();
-  for (int i = 0; i < 100; i++) {
-    nanosleep(&(struct timespec){0, 10000000}, NULL);
-    unsigned again = count_threads();
-    if (again == n)
-      break;
-    n = again;
-  }
-  return n;
-}
-
-static void *no_work(void *arg)
-{
-  return arg;
-}
-
-/* The threads of this process between tests, after one was started and
-   joined. */
-static unsigned threads_at_rest(void)
-{
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  return settled_threads();
-}
-
-/* Waits up to a second for the thread count to be `want` (a joined thread
-   leaves /proc a moment after its join), and returns the count. */
-static unsigned threads_become(unsigned want)
-{
-  unsigned n = count_threads();
-  for (int i = 0; i < 1000 && n != want; i++) {
-    nanosleep(&(struct timespec){0, 1000000}, NULL);
-    n = count_threads();
-  }
-  return n;
-}
 
 /* A world of two entities on `pool` ticks, and watcher 1 sees 2 enter. */
 static void expect_pool_works(aoi_pool *pool)
@@ -2149,7 +2088,7 @@ static void expect_pool_works(aoi_pool *pool)
 static void test_pool_create_out_of_memory(void **state)
 {
   (void)state;
-  unsigned before = threads_at_rest();
+  unsigned before = test_threads_at_rest();
   static const unsigned sizes[] = {1, 3, 8};
   for (size_t k = 0; k < COUNT_OF(sizes); k++)
     for (int onward_run = 0; onward_run <= 1; onward_run++) {
@@ -2183,8 +2122,8 @@ static void test_pool_create_out_of_memory(void **state)
         if (p != sentinel)
           fail_msg("%s: aoi_pool_create failed and wrote *out", where);
         expect_all_freed(&c, where);
-        if (threads_become(before) != before)
-          fail_msg("%s: %u threads, %u before", where, count_threads(),
+        if (test_threads_become(before) != before)
+          fail_msg("%s: %u threads, %u before", where, test_threads(),
                    before);
       }
       counter_reset(&c);
@@ -2192,7 +2131,7 @@ static void test_pool_create_out_of_memory(void **state)
       assert_int_equal(aoi_pool_create(&pc, &p), 0);
       counter_disarm(&c);
       if (before != 0)
-        assert_int_equal(threads_become(before + sizes[k]), before + sizes[k]);
+        assert_int_equal(test_threads_become(before + sizes[k]), before + sizes[k]);
       expect_pool_works(p);
       assert_int_equal(aoi_pool_destroy(p), 0);
       expect_all_freed(&c, where);
@@ -2218,7 +2157,7 @@ static void test_create_on_pool_out_of_memory(void **state)
   pc.threads = 2;
   aoi_pool *pool = NULL;
   assert_int_equal(aoi_pool_create(&pc, &pool), 0);
-  unsigned threads = settled_threads();
+  unsigned threads = test_threads_settled();
   for (size_t r = 0; r < COUNT_OF(runs); r++)
     for (int onward_run = 0; onward_run <= 1; onward_run++) {
       long long span = onward_run ? ONWARD : 1;
@@ -2270,7 +2209,7 @@ static void test_create_on_pool_out_of_memory(void **state)
       assert_int_equal(aoi_destroy(w), 0);
       expect_all_freed(&c, where);
     }
-  assert_int_equal(settled_threads(), threads);
+  assert_int_equal(test_threads_settled(), threads);
   expect_pool_works(pool);
   assert_int_equal(aoi_pool_destroy(pool), 0); /* no world count leaked */
 }

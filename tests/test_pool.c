@@ -56,67 +56,6 @@
 
 /* ---- threads of this process -------------------------------------------- */
 
-/* The threads of this process (0 where /proc cannot tell). */
-static unsigned count_threads(void)
-{
-#ifdef __linux__
-  DIR *d = opendir("/proc/self/task");
-  if (d == NULL)
-    return 0;
-  unsigned n = 0;
-  struct dirent *t;
-  while ((t = readdir(d)) != NULL)
-    n += t->d_name[0] != '.';
-  closedir(d);
-  return n;
-#else
-  return 0;
-#endif
-}
-
-/* The thread count once it holds still: a joined thread leaves /proc a
-   moment after its join, and a sanitizer may start a thread of its own
-   at the first thread this process starts (so a test starts and joins one
-   first). */
-static unsigned settled_threads(void)
-{
-  unsigned n = count_threads();
-  for (int i = 0; i < 100; i++) {
-    nanosleep(&(struct timespec){0, 10000000}, NULL);
-    unsigned again = count_threads();
-    if (again == n)
-      break;
-    n = again;
-  }
-  return n;
-}
-
-static void *no_work(void *arg)
-{
-  return arg;
-}
-
-/* The threads of this process between tests, after one was started and
-   joined. */
-static unsigned threads_at_rest(void)
-{
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  return settled_threads();
-}
-
-/* Waits up to a second for the thread count to be `want` (a joined thread
-   leaves /proc a moment after its join), and returns the count. */
-static unsigned threads_become(unsigned want)
-{
-  unsigned n = count_threads();
-  for (int i = 0; i < 1000 && n != want; i++) {
-    nanosleep(&(struct timespec){0, 1000000}, NULL);
-    n = count_threads();
-  }
-  return n;
-}
 
 /* ---- a world and its model ---------------------------------------------- */
 
@@ -324,7 +263,7 @@ static void test_pool_config(void **state)
       {"allocator without realloc", 1, 0, &no_realloc},
       {"allocator without free", 1, 0, &no_free},
   };
-  unsigned before = threads_at_rest();
+  unsigned before = test_threads_at_rest();
   for (size_t i = 0; i < COUNT_OF(bad); i++) {
     aoi_pool_config_default(&pc);
     pc.threads = bad[i].threads;
@@ -336,7 +275,7 @@ static void test_pool_config(void **state)
       fail_msg("%s: aoi_pool_create returned %d%s", bad[i].name, rc,
                p != sentinel ? " and wrote *out" : "");
   }
-  assert_int_equal(count_threads(), before);
+  assert_int_equal(test_threads(), before);
 
   /* threads 0: one per online core (at most 256) */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -352,7 +291,7 @@ static void test_pool_config(void **state)
 static void test_pool_threads(void **state)
 {
   (void)state;
-  unsigned before = threads_at_rest();
+  unsigned before = test_threads_at_rest();
   static const unsigned sizes[] = {1, 3, 8, 256};
   for (size_t i = 0; i < COUNT_OF(sizes); i++)
     for (unsigned pin = 0; pin <= 1; pin++) {
@@ -373,11 +312,11 @@ static void test_pool_threads(void **state)
       assert_non_null(p);
       assert_int_equal(aoi_pool_threads(p), sizes[i]);
       if (before != 0)
-        assert_int_equal(threads_become(before + sizes[i]),
+        assert_int_equal(test_threads_become(before + sizes[i]),
                          before + sizes[i]);
       assert_true(atomic_load(&c.attempts) > 0); /* (its allocator) */
       assert_int_equal(aoi_pool_destroy(p), 0);
-      assert_int_equal(threads_become(before), before);
+      assert_int_equal(test_threads_become(before), before);
       expect_all_freed(&c, "a pool");
     }
 }
@@ -393,13 +332,13 @@ static void test_pool_busy_while_worlds_on_it(void **state)
   pc.threads = 2;
   aoi_pool *pool = NULL;
   assert_int_equal(aoi_pool_create(&pc, &pool), 0);
-  unsigned threads = settled_threads();
+  unsigned threads = test_threads_settled();
 
   aoi_config c = run_config(AOI_RUN_POOL, pool, 2, 3, 200);
   pair a, b;
   pair_open(&a, &c, 300, 1);
   assert_int_equal(aoi_pool_destroy(pool), AOI_EBUSY);
-  assert_int_equal(count_threads(), threads); /* nothing stopped */
+  assert_int_equal(test_threads(), threads); /* nothing stopped */
   pair_expect(&a, aoi_tick(a.w));
   c.threads = 0; /* the pool's 2 */
   pair_open(&b, &c, 200, 2);
