@@ -816,6 +816,44 @@ static void make_config(const bench_options *o, const scenario_result *s,
   config->rebalance_interval = o->rebalance;
 }
 
+/* ---- --dump-ops --------------------------------------------------------- */
+
+/* The operations a run feeds the engine, for other programs to replay
+   (the bindings' benchmarks, docs/bindings.md): little-endian, the magic
+   "AOIOPS01", then u32 entities, u32 ticks (the warm-up's included), f32
+   side (the world is [0, side]^2) and f32 max_radius; then each tick's
+   u32 count and that many 24-byte operations: u64 id, f32 x, f32 y, f32
+   radius, u8 kind (0 add, 1 move, 2 remove), u8 flags, u16 zero. Every
+   add has every layer and interest, and its id as its tag. */
+static FILE *dump_open(const char *path, uint32_t entities, uint32_t ticks,
+                       float side, float max_radius)
+{
+  FILE *f = fopen(path, "wb");
+  if (f == NULL)
+    bench_die("--dump-ops: cannot write %s", path);
+  uint32_t head[2] = {entities, ticks};
+  float geometry[2] = {side, max_radius};
+  fwrite("AOIOPS01", 1, 8, f);
+  fwrite(head, sizeof(head), 1, f);
+  fwrite(geometry, sizeof(geometry), 1, f);
+  return f;
+}
+
+static void dump_tick(FILE *f, const bench_op *ops, size_t n)
+{
+  uint32_t count = (uint32_t)n;
+  fwrite(&count, sizeof(count), 1, f);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char rec[24] = {0};
+    float xyr[3] = {ops[i].x, ops[i].y, ops[i].radius};
+    memcpy(rec, &ops[i].id, 8);
+    memcpy(rec + 8, xyr, 12);
+    rec[20] = ops[i].kind;
+    rec[21] = ops[i].flags;
+    fwrite(rec, sizeof(rec), 1, f);
+  }
+}
+
 static double ns_to_ms(uint64_t ns)
 {
   return (double)ns / 1e6;
@@ -1038,6 +1076,10 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   uint64_t allocs_tick = 0, allocs_submit = 0, allocs_drain = 0;
   r->os_threads = -1;
   unsigned warmup = o->warmup;
+  FILE *dump = NULL;
+  if (o->dump_ops != NULL && count == 1 && !plain)
+    dump = dump_open(o->dump_ops, o->entities, warmup + ticks,
+                     (float)s->side, s->max_radius);
   for (unsigned tick = 0; tick < warmup + ticks; tick++) {
     bench_progress("[%s] tick %u/%u", label, tick, warmup + ticks);
     const bench_op *ops = NULL; /* the last world's: lockstep has one */
@@ -1050,6 +1092,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
         batch_room = n;
         batch = bench_calloc(batch_room, sizeof(aoi_move_op));
       }
+      if (dump != NULL)
+        dump_tick(dump, ops, n);
       submit_engine(wr[i].world, o, ops, n, wr[i].refs,
                     o->batch ? batch : NULL, count > 1 ? i : UINT64_MAX);
       total += n;
@@ -1114,6 +1158,8 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     }
   }
   bench_progress_clear();
+  if (dump != NULL && fclose(dump) != 0)
+    bench_die("--dump-ops: cannot write %s", o->dump_ops);
 
   r->worlds = count;
   r->threads_asked = threads;
@@ -1403,6 +1449,9 @@ static void usage(FILE *out)
       "                     world, side = sqrt(N pi R^2 / K) (default 35)\n"
       "  --step S           distance walked a tick (default radius / 20)\n"
       "  --ticks T          measured ticks, after the warm-up (default 50)\n"
+      "  --dump-ops FILE    write every tick's operations to FILE, for the\n"
+      "                     bindings' benchmarks to replay (format: the\n"
+      "                     comment of dump_open in aoi-bench.c; one world)\n"
       "  --warmup W         ticks before them, not measured; the first adds\n"
       "                     the crowd (default 1). A gathering crowd\n"
       "                     (hotspot) needs the cuts to follow it first:\n"
@@ -1816,6 +1865,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->step_given = 1;
     } else if (strcmp(flag, "--ticks") == 0)
       o->ticks = (unsigned)parse_unsigned(flag, value, 1, 10000000);
+    else if (strcmp(flag, "--dump-ops") == 0)
+      o->dump_ops = value;
     else if (strcmp(flag, "--warmup") == 0)
       o->warmup = (unsigned)parse_unsigned(flag, value, 1, 10000000);
     else if (strcmp(flag, "--threads") == 0) {

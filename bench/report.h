@@ -30,6 +30,7 @@ typedef struct bench_options {
   double cell_size;
   int json, verify;
   int refs; /* --refs: the engine's moves go through aoi_move_ref */
+  const char *dump_ops; /* --dump-ops FILE, or NULL */
   int batch; /* --batch: the engine's moves go through aoi_move_many */
   int sparse_ids; /* --sparse-ids: ids spread over 64 bits */
   int pin;        /* --pin on: aoi_config.pin_threads */
