@@ -378,12 +378,15 @@ namespace Aoi
         /// <summary>
         /// Delivers every segment in turn on this thread. If handlers throw,
         /// every segment is still delivered and the first exception is
-        /// rethrown at the end.
+        /// rethrown at the end. Not for several threads at once: use
+        /// DeliverSegment, one segment a thread.
         /// </summary>
         public void Deliver(DeliveryHandler handler)
         {
+            Live();
             ExceptionDispatchInfo first = null;
-            for (int i = 0; i < segments.Length; i++) {
+            // A handler may Dispose the world: the segments after are dropped.
+            for (int i = 0; i < segments.Length && !disposed; i++) {
                 ExceptionDispatchInfo e = DeliverOne(i, handler);
                 if (first == null)
                     first = e;

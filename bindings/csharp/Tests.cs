@@ -23,6 +23,7 @@ static class Tests
         Run("disposed world", Disposed);
         Run("callback into its world is busy", CallbackBusy);
         Run("throwing handler", ThrowingHandler);
+        Run("dispose inside a handler", DisposeInHandler);
         Run("no allocation once warm", NoAllocation);
         Run("crowd checksum equals aoi-bench's", Crowd);
         Run("finalized world", Finalized);
@@ -363,6 +364,31 @@ static class Tests
             w.Deliver((watcher, tag, ev) => events += ev.Length);
             Equal((long)w.Stats.Events, (long)events, "next tick's events");
             Expect(events > 0, "events after the move");
+        }
+    }
+
+    // Dispose from a handler: the world is destroyed once aoi_deliver
+    // returns (SafeHandle's count), and the delivery finishes first.
+    static void DisposeInHandler()
+    {
+        Config config = Config.Default();
+        config.Run = RunMode.Caller;
+        var w = new World(config);
+        for (ulong i = 0; i < 5; i++)
+            w.Add(i, i, 0, 10);
+        w.Tick();
+        int calls = 0;
+        w.Deliver((watcher, tag, events) => {
+            if (calls++ == 0)
+                w.Dispose();
+            Equal(4, events.Length, "events of watcher " + watcher);
+        });
+        Equal(5, calls, "every watcher delivered");
+        Expect(w.Handle.IsClosed, "handle closed");
+        try {
+            w.Tick();
+            Expect(false, "ObjectDisposedException");
+        } catch (ObjectDisposedException) {
         }
     }
 
