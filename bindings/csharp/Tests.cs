@@ -24,6 +24,7 @@ static class Tests
         Run("callback into its world is busy", CallbackBusy);
         Run("throwing handler", ThrowingHandler);
         Run("dispose inside a handler", DisposeInHandler);
+        Run("segments delivered on two threads at once", ConcurrentSegments);
         Run("no allocation once warm", NoAllocation);
         Run("crowd checksum equals aoi-bench's", Crowd);
         Run("finalized world", Finalized);
@@ -389,6 +390,42 @@ static class Tests
             w.Tick();
             Expect(false, "ObjectDisposedException");
         } catch (ObjectDisposedException) {
+        }
+    }
+
+    static void ConcurrentSegments()
+    {
+        Config config = Config.Default();
+        config.Threads = 2;
+        config.Shards = 4;
+        using (var w = new World(config)) {
+            for (ulong i = 0; i < 400; i++)
+                w.Add(i, (i % 20) * 50, (i / 20) * 50, 120);
+            w.Tick();
+            var counts = new long[2];
+            var errors = new Exception[2];
+            var threads = new System.Threading.Thread[2];
+            using (var start = new System.Threading.Barrier(2)) {
+                for (int k = 0; k < 2; k++) {
+                    int segment = k;
+                    threads[k] = new System.Threading.Thread(() => {
+                        try {
+                            start.SignalAndWait();
+                            w.DeliverSegment(segment, (watcher, tag, events) =>
+                                counts[segment] += events.Length);
+                        } catch (Exception e) {
+                            errors[segment] = e;
+                        }
+                    });
+                    threads[k].Start();
+                }
+                foreach (var t in threads)
+                    t.Join();
+            }
+            Expect(errors[0] == null && errors[1] == null,
+                   "no errors: " + errors[0] + errors[1]);
+            Expect(counts[0] > 0 && counts[1] > 0, "both segments had events");
+            Equal((long)w.Stats.Events, counts[0] + counts[1], "every event");
         }
     }
 

@@ -33,6 +33,7 @@ field() {
 }
 c_frame=$(field frame_ms_median)
 c_hash=$(field checksum_ms_median)
+c_parts="submit $(field submit_ms_median) tick $(field tick_ms_median) deliver $(field deliver_ms_median)"
 c_sum=$(field checksum)
 
 cs=$(cd "$out" && LD_LIBRARY_PATH="$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -45,6 +46,5 @@ match=no
 ratio=$(awk -v a="$cs_frame" -v b="$c_frame" 'BEGIN { printf "%.2f", a / b }')
 printf 'csharp frame %s ms, C frame %.3f ms, ratio %s, checksum match %s\n' \
   "$cs_frame" "$c_frame" "$ratio" "$match"
-printf '  (C checksum_ms_median %s ms, not in its frame; Bench.exe: %s)\n' \
-  "$c_hash" "$cs"
+printf "  C: %s, checksum_ms_median %s (not in its frame)\n  C#: %s\n" "$c_parts" "$c_hash" "$cs"
 [ "$match" = yes ]
