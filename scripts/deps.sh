@@ -2,7 +2,8 @@
 # Installs what the build needs, if it is missing, from Debian's packages:
 # a C compiler, CMake, pkg-config, Concurrency Kit and cmocka. With the
 # argument `test`, also what the test builds need: clang and its runtime
-# (libFuzzer), and xmllint. Runs apt-get as root, or via sudo.
+# (libFuzzer), xmllint, and the bindings' Lua 5.4, Go and Mono. Runs
+# apt-get as root, or via sudo.
 # usage: scripts/deps.sh [test]
 set -e
 need=""
@@ -10,7 +11,9 @@ command -v cc >/dev/null 2>&1 || need="$need build-essential"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 packages="libck-dev libcmocka-dev"
-[ "${1:-}" = test ] && packages="$packages clang libclang-rt-dev libxml2-utils"
+# the bindings' toolchains (bindings/): Lua 5.4, Go, Mono
+[ "${1:-}" = test ] && packages="$packages clang libclang-rt-dev libxml2-utils
+  lua5.4 liblua5.4-dev golang-go mono-devel"
 for pkg in $packages; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
