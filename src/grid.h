@@ -60,7 +60,8 @@ typedef struct aoi__layout {
 static inline const double *aoi__layout_ycut(const aoi__layout *l,
                                              unsigned col)
 {
-  return l->ycut + (size_t)col * (l->rows - 1);
+  /* (no cuts, and no array, when there is one row) */
+  return l->rows > 1 ? l->ycut + (size_t)col * (l->rows - 1) : NULL;
 }
 
 int aoi__layout_init(const aoi_allocator *a, aoi__layout *layout,
