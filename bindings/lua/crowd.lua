@@ -17,6 +17,8 @@ crowd.hash_mix = hash_mix
 -- The IEEE binary32 bits of a number that is a float value (the binding
 -- hands out floats widened to double, exactly), without allocating.
 local floor, log = math.floor, math.log
+local pow2 = {}
+for e = -150, 150 do pow2[e] = 2.0 ^ e end
 local function float_bits(x)
   if x == 0 then
     return 1 / x < 0 and 0x80000000 or 0
@@ -26,15 +28,15 @@ local function float_bits(x)
     sign, x = 0x80000000, -x
   end
   local e = floor(log(x, 2))
-  if 2.0 ^ e > x then
+  if pow2[e] > x then -- log rounded up across a power of two
     e = e - 1
-  elseif 2.0 ^ (e + 1) <= x then
+  elseif pow2[e + 1] <= x then
     e = e + 1
   end
   if e < -126 then -- subnormal
-    return sign | floor(x * 2.0 ^ 149)
+    return sign | floor(x * pow2[149])
   end
-  return sign | ((e + 127) << 23) | floor((x / 2.0 ^ e - 1) * 8388608)
+  return sign | ((e + 127) << 23) | floor((x * pow2[-e] - 1) * 8388608)
 end
 crowd.float_bits = float_bits
 

@@ -21,10 +21,13 @@
  * (ids above 2^63 - 1 read as negative integers). Errors from the library
  * are raised as strings starting with the code's name ("AOI_ENOENT: ...").
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -765,8 +768,19 @@ static int l_strerror(lua_State *L)
   return 1;
 }
 
+/* aoi.clock() -> seconds of a monotonic clock, for frame budgets and
+   benchmarks (os.clock counts CPU time, the pool's threads' included). */
+static int l_clock(lua_State *L)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static const luaL_Reg module_functions[] = {
-    {"new", l_new}, {"strerror", l_strerror}, {NULL, NULL}};
+    {"new", l_new}, {"strerror", l_strerror}, {"clock", l_clock},
+    {NULL, NULL}};
 
 static void set_const(lua_State *L, const char *name, lua_Integer v)
 {
