@@ -355,7 +355,7 @@ end
 done()
 
 -- ---- a crowd against the C engine --------------------------------------------
-local bench, tmp = arg[1], arg[2] or "/tmp"
+local bench, tmp = arg[1], arg[2] or os.getenv("TMPDIR") or "/tmp"
 if bench and bench ~= "" then
   section("1,000-entity crowd vs aoi-bench")
   local path = string.format("%s/aoi-lua-test-%d.ops", tmp, os.time())
