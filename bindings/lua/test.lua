@@ -259,8 +259,11 @@ done()
 
 -- ---- a callback that raises ----------------------------------------------------
 section("erroring callback")
-do
-  local w = aoi.new{run = "caller"}
+-- On one segment, and on two lanes' segments (watchers in two shards).
+for _, config in ipairs{{run = "caller"},
+                        {threads = 2, shards = 2, min_x = 0, max_x = 11}} do
+  local w = aoi.new(config)
+  eq(w:stats().segments, config.threads or 1, "segments")
   for id = 1, 10 do w:add(id, id, 0, 100, W | M) end
   w:tick()
   local called, events = {}, 0
@@ -293,6 +296,48 @@ end
 done()
 
 -- ---- lifetime: __close and __gc ----------------------------------------------
+section("configuration")
+do
+  -- move_events = false: no move events.
+  local w = aoi.new{run = "caller", move_events = false, shape = "square",
+                    hysteresis = 2, max_radius = 10}
+  w:add(1, 0, 0, 5, W)
+  w:add(2, 4.5, 4.5, 0, M) -- inside the square, outside the circle
+  w:tick()
+  eq(collect(w), "1:enter:2", "square view")
+  w:move(2, 4, 4)
+  w:tick()
+  eq(collect(w), "", "move_events = false")
+  w:move(2, 6, 0) -- beyond 5, within 5 + hysteresis
+  w:tick()
+  eq(collect(w), "", "hysteresis keeps it")
+  w:move(2, 7.5, 0)
+  w:tick()
+  eq(collect(w), "1:leave:2", "beyond the hysteresis")
+  w:close()
+  w = aoi.new{run = "caller", shape = "cells", cell_size = 10,
+              move_bands = {{distance = 3, period = 2}}, measure_cpu = 1,
+              rebalance_interval = 0}
+  w:add(1, 1, 1, 5, W)
+  w:add(2, 8, 8, 0, M) -- the same cell
+  w:tick()
+  eq(collect(w), "1:enter:2", "cells view")
+  local moves = 0
+  for t = 1, 4 do
+    w:move(2, 8, 8 + t / 4) -- beyond the band's 3, in the same cell
+    w:tick()
+    w:deliver(function(_, _, n) moves = moves + n end)
+  end
+  eq(moves, 2, "move band: every second tick")
+  w:close()
+  raises("AOI_EINVAL: ", aoi.new, {run = "caller", shape = "cells",
+                                   cell_size = 0})
+  raises("AOI_EINVAL: at most 8 move_bands", aoi.new,
+         {move_bands = {{}, {}, {}, {}, {}, {}, {}, {}, {}}})
+  raises("bad argument", aoi.new, {run = "pool"})
+end
+done()
+
 section("lifetime")
 do
   local kept
