@@ -51,7 +51,8 @@ typedef struct lworld {
   size_t moves_room;
   uint64_t *ids;           /* the queries' buffer, reused */
   size_t ids_room;
-  int delivering;          /* deliver is running: close refuses */
+  int delivering;          /* a deliver or drain callback may run: every
+                              method refuses with AOI_EBUSY */
 } lworld;
 
 typedef struct lreader {
@@ -87,6 +88,12 @@ static lworld *check_open(lua_State *L, int index)
   lworld *lw = luaL_checkudata(L, index, WORLD_META);
   if (lw->world == NULL)
     luaL_error(L, "AOI_EINVAL: the world is closed");
+  /* Rule 4 of aoi.h, kept here too: aoi_deliver refuses such calls
+     itself, but aoi_drain does not, and a tick or remove would free the
+     events its callback is reading. */
+  if (lw->delivering)
+    luaL_error(L, "AOI_EBUSY: the world is delivering "
+                  "(a call from its deliver or drain callback)");
   return lw;
 }
 
@@ -280,7 +287,8 @@ static int l_close(lua_State *L)
 {
   lworld *lw = luaL_checkudata(L, 1, WORLD_META);
   if (lw->delivering)
-    return raise_code(L, AOI_EBUSY, "close during deliver");
+    return luaL_error(L, "AOI_EBUSY: the world is delivering "
+                         "(a call from its deliver or drain callback)");
   world_free(lw);
   return 0;
 }
@@ -534,8 +542,6 @@ static int l_deliver(lua_State *L)
 {
   lworld *lw = check_open(L, 1);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  if (lw->delivering)
-    return raise_code(L, AOI_EBUSY, "deliver inside deliver");
   lua_settop(L, 2);
   lua_getiuservalue(L, 1, 1); /* 3: the reader */
   lua_pushnil(L);             /* 4: the first error */
@@ -552,6 +558,47 @@ static int l_deliver(lua_State *L)
     return lua_error(L);
   }
   check_rc(L, rc, "deliver");
+  return 0;
+}
+
+/* pending() -> {watchers with undelivered events, ids ascending} */
+static int l_pending(lua_State *L)
+{
+  lworld *lw = check_open(L, 1);
+  const uint64_t *ids;
+  size_t count;
+  check_rc(L, aoi_pending(lw->world, &ids, &count), "pending");
+  push_ids(L, ids, count);
+  return 1;
+}
+
+/* drain(id, fn): takes watcher id's undelivered events and calls
+   fn(n, events) with the reader, as deliver does (the reader is valid
+   during the call); fn is called also when n is 0. An error in fn is
+   raised after the reader is reset: the events were taken either way. */
+static int l_drain(lua_State *L)
+{
+  lworld *lw = check_open(L, 1);
+  uint64_t id = check_id(L, 2);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_settop(L, 3);
+  lua_getiuservalue(L, 1, 1); /* 4: the reader */
+  lreader *reader = lua_touserdata(L, 4);
+  const aoi_event *events;
+  size_t count;
+  check_rc(L, aoi_drain(lw->world, id, &events, &count), "drain");
+  reader->events = events;
+  reader->count = count;
+  lua_pushvalue(L, 3);
+  lua_pushinteger(L, (lua_Integer)count);
+  lua_pushvalue(L, 4);
+  lw->delivering = 1;
+  int status = lua_pcall(L, 2, 0, 0);
+  lw->delivering = 0;
+  reader->events = NULL;
+  reader->count = 0;
+  if (status != LUA_OK)
+    return lua_error(L);
   return 0;
 }
 
@@ -749,6 +796,8 @@ static const luaL_Reg world_methods[] = {
     {"remove", l_remove},
     {"tick", l_tick},
     {"deliver", l_deliver},
+    {"pending", l_pending},
+    {"drain", l_drain},
     {"query_circle", l_query_circle},
     {"view", l_view},
     {"watchers_of", l_watchers_of},

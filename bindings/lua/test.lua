@@ -296,6 +296,35 @@ end
 done()
 
 -- ---- lifetime: __close and __gc ----------------------------------------------
+section("pending and drain")
+do
+  local w = aoi.new{run = "caller"}
+  for id = 1, 3 do w:add(id, id, 0, 10, W | M, id * 10) end
+  w:tick()
+  eq(list(w:pending()), "1,2,3", "pending")
+  local got
+  w:drain(2, function(n, ev)
+    eq(n, 2, "drain n") eq(#ev, 2, "drain #ev")
+    got = ev:id(1) .. "," .. ev:id(2)
+    raises("AOI_EBUSY: ", w.tick, w)
+    raises("AOI_EBUSY: ", w.remove, w, 2)
+    raises("AOI_EBUSY: ", w.close, w)
+  end)
+  eq(got, "1,3", "drained events")
+  eq(list(w:pending()), "1,3", "pending after drain")
+  local n0
+  w:drain(2, function(n) n0 = n end)
+  eq(n0, 0, "drain of an empty outbox")
+  raises("AOI_ENOENT: ", w.drain, w, 9, print)
+  raises("bad argument", w.drain, w, 1)
+  local err = raises("", w.drain, w, 1, function() error("in drain") end)
+  ok(err:match("in drain$"), "drain raises fn's error")
+  eq(collect(w), "3:enter:1,3:enter:2", "deliver: what was not drained")
+  eq(list(w:pending()), "", "nothing pending")
+  w:close()
+end
+done()
+
 section("configuration")
 do
   -- move_events = false: no move events.
