@@ -111,8 +111,9 @@ end
 -- Runs aoi-bench with `args` and --dump-ops path; returns its JSON
 -- output's checksum (16 hex digits) and frame_ms_median.
 function crowd.run_bench(bench, args, path)
+  local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
   local cmd = string.format("%s %s --no-baseline --json --dump-ops %s",
-                            bench, args, path)
+                            quote(bench), args, quote(path))
   local p = assert(io.popen(cmd))
   local json = p:read("a")
   assert(p:close(), cmd .. " failed")
