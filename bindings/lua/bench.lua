@@ -1,0 +1,77 @@
+-- bench.lua: the crowd benchmark through the Lua binding.
+--
+--   LUA_CPATH='build/bindings/lua/?.so' lua5.4 bindings/lua/bench.lua \
+--       OPS_FILE [THREADS [MODE]]
+--
+-- Replays an `aoi-bench --dump-ops` file (read into arrays before any
+-- timing) into a world of THREADS lanes (default 2), as aoi-bench does:
+-- per tick, the adds and removes one by one and each run of moves with
+-- one move_many, then tick, then deliver, every event read with ev:get
+-- and folded into aoi-bench's checksum. The first tick is aoi-bench's
+-- warm-up: checksummed, not timed. Prints the median frame (submit +
+-- tick + deliver) in ms, its parts, and the checksum. MODE "get" only
+-- reads every event with ev:get (no checksum), "count" only counts them:
+-- what the binding costs apart from the Lua that folds the checksum.
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local aoi = require "aoi"
+local crowd = require "crowd"
+
+local path = assert(arg[1], "usage: bench.lua OPS_FILE [THREADS]")
+local threads = math.tointeger(tonumber(arg[2] or "2"))
+local mode = arg[3] or "hash"
+local head, ticks = crowd.read_ops(path)
+
+local world = aoi.new{threads = threads, min_x = 0, min_y = 0,
+                      max_x = head.side, max_y = head.side,
+                      max_radius = head.max_radius}
+local checksum, hash = crowd.SEED, crowd.hash_outbox
+local events = 0
+local function fold(watcher, _, n, ev)
+  checksum = checksum + hash(watcher, n, ev)
+  events = events + n
+end
+if mode == "get" then
+  fold = function(_, _, n, ev)
+    for i = 1, n do ev:get(i) end
+    events = events + n
+  end
+elseif mode == "count" then
+  fold = function(_, _, n) events = events + n end
+else
+  assert(mode == "hash", "MODE: hash, get or count")
+end
+
+local clock = aoi.clock
+local batch = {{}, {}, {}}
+local frame, submit, tick, deliver = {}, {}, {}, {}
+for t = 1, head.ticks do
+  local t0 = clock()
+  crowd.submit(world, ticks[t], batch)
+  local t1 = clock()
+  world:tick()
+  local t2 = clock()
+  world:deliver(fold)
+  local t3 = clock()
+  if t > 1 then
+    frame[#frame + 1] = (t3 - t0) * 1e3
+    submit[#submit + 1] = (t1 - t0) * 1e3
+    tick[#tick + 1] = (t2 - t1) * 1e3
+    deliver[#deliver + 1] = (t3 - t2) * 1e3
+  end
+end
+world:close()
+
+local function median(v)
+  table.sort(v)
+  local n = #v
+  if n % 2 == 1 then return v[(n + 1) // 2] end
+  return (v[n // 2] + v[n // 2 + 1]) / 2
+end
+
+print(string.format(
+  "lua frame_ms_median %.3f submit %.3f tick %.3f deliver %.3f " ..
+  "events/tick %.0f checksum %s",
+  median(frame), median(submit), median(tick), median(deliver),
+  events / head.ticks,
+  mode == "hash" and string.format("%016x", checksum) or "none"))
