@@ -28,7 +28,12 @@ package aoi
 #include <stdlib.h>
 #include "aoi.h"
 
-int aoi_go_deliver(aoi_world *world, unsigned segment, uintptr_t handle);
+// The world travels as a uintptr_t: a Go value of type *C.aoi_world
+// (an incomplete struct, so "not in heap" to Go) is boxed, an allocation,
+// at every call's pointer check.
+#define W(w) ((aoi_world *)(w))
+
+int aoi_go_deliver(uintptr_t world, unsigned segment, uintptr_t handle);
 
 // Results by value: an out-parameter that points at a Go variable makes
 // the variable escape to the heap, an allocation per call.
@@ -37,52 +42,102 @@ typedef struct aoi_go_result {
   size_t n;
 } aoi_go_result;
 
-static aoi_go_result aoi_go_move_many(aoi_world *w, const aoi_move_op *ops,
-                                      size_t n)
+static uintptr_t aoi_go_create(const aoi_config *config, int *rc)
 {
-  aoi_go_result r = {0, 0};
-  r.rc = aoi_move_many(w, ops, n, &r.n);
-  return r;
+  aoi_world *w = NULL;
+  *rc = aoi_create(config, &w);
+  return (uintptr_t)w;
 }
 
-static aoi_go_result aoi_go_query_circle(aoi_world *w, float x, float y,
-                                         float radius, uint32_t mask,
-                                         uint64_t *ids, size_t capacity)
+static int aoi_go_destroy(uintptr_t w) { return aoi_destroy(W(w)); }
+
+static unsigned aoi_go_segments(uintptr_t w)
 {
-  aoi_go_result r = {0, 0};
-  r.rc = aoi_query_circle(w, x, y, radius, mask, ids, capacity, &r.n);
-  return r;
+  return aoi_delivery_segments(W(w));
 }
 
-static aoi_go_result aoi_go_view(aoi_world *w, uint64_t id, uint64_t *ids,
-                                 size_t capacity)
-{
-  aoi_go_result r = {0, 0};
-  r.rc = aoi_view(w, id, ids, capacity, &r.n);
-  return r;
-}
-
-static aoi_go_result aoi_go_watchers_of(aoi_world *w, uint64_t id,
-                                        uint64_t *ids, size_t capacity)
-{
-  aoi_go_result r = {0, 0};
-  r.rc = aoi_watchers_of(w, id, ids, capacity, &r.n);
-  return r;
-}
-
-static int aoi_go_add(aoi_world *w, uint64_t id, uint64_t tag, float x,
+static int aoi_go_add(uintptr_t w, uint64_t id, uint64_t tag, float x,
                       float y, float radius, unsigned flags, uint32_t layers,
                       uint32_t interest)
 {
   aoi_entity e = {id, tag, x, y, radius, flags, layers, interest};
-  return aoi_add(w, &e);
+  return aoi_add(W(w), &e);
 }
 
-static aoi_world *aoi_go_create(const aoi_config *config, int *rc)
+static int aoi_go_move(uintptr_t w, uint64_t id, float x, float y)
 {
-  aoi_world *w = NULL;
-  *rc = aoi_create(config, &w);
-  return w;
+  return aoi_move(W(w), id, x, y);
+}
+
+static aoi_go_result aoi_go_move_many(uintptr_t w, const aoi_move_op *ops,
+                                      size_t n)
+{
+  aoi_go_result r = {0, 0};
+  r.rc = aoi_move_many(W(w), ops, n, &r.n);
+  return r;
+}
+
+static int aoi_go_set_radius(uintptr_t w, uint64_t id, float radius)
+{
+  return aoi_set_radius(W(w), id, radius);
+}
+
+static int aoi_go_set_layers(uintptr_t w, uint64_t id, uint32_t layers,
+                             uint32_t interest)
+{
+  return aoi_set_layers(W(w), id, layers, interest);
+}
+
+static int aoi_go_set_appeal(uintptr_t w, uint64_t id, float appeal)
+{
+  return aoi_set_appeal(W(w), id, appeal);
+}
+
+static int aoi_go_set_cap(uintptr_t w, uint64_t id, uint32_t cap)
+{
+  return aoi_set_cap(W(w), id, cap);
+}
+
+static int aoi_go_set_tag(uintptr_t w, uint64_t id, uint64_t tag)
+{
+  return aoi_set_tag(W(w), id, tag);
+}
+
+static int aoi_go_remove(uintptr_t w, uint64_t id)
+{
+  return aoi_remove(W(w), id);
+}
+
+static int aoi_go_tick(uintptr_t w) { return aoi_tick(W(w)); }
+
+static aoi_go_result aoi_go_query_circle(uintptr_t w, float x, float y,
+                                         float radius, uint32_t mask,
+                                         uint64_t *ids, size_t capacity)
+{
+  aoi_go_result r = {0, 0};
+  r.rc = aoi_query_circle(W(w), x, y, radius, mask, ids, capacity, &r.n);
+  return r;
+}
+
+static aoi_go_result aoi_go_view(uintptr_t w, uint64_t id, uint64_t *ids,
+                                 size_t capacity)
+{
+  aoi_go_result r = {0, 0};
+  r.rc = aoi_view(W(w), id, ids, capacity, &r.n);
+  return r;
+}
+
+static aoi_go_result aoi_go_watchers_of(uintptr_t w, uint64_t id,
+                                        uint64_t *ids, size_t capacity)
+{
+  aoi_go_result r = {0, 0};
+  r.rc = aoi_watchers_of(W(w), id, ids, capacity, &r.n);
+  return r;
+}
+
+static int aoi_go_stats(uintptr_t w, aoi_stats *stats)
+{
+  return aoi_world_stats(W(w), stats);
 }
 */
 import "C"
@@ -262,6 +317,9 @@ type segment struct {
 	handle   cgo.Handle
 }
 
+// openWorlds counts the worlds not yet destroyed, for the tests.
+var openWorlds int64
+
 // World is one aoi_world. Its methods may be called from any goroutine,
 // one at a time (else ErrBusy), but for DeliverSegment (see there).
 type World struct {
@@ -269,7 +327,7 @@ type World struct {
 	// try, so a call that would wait returns ErrBusy instead (a callback
 	// that calls into its world would otherwise deadlock).
 	mu       sync.RWMutex
-	c        *C.aoi_world
+	c        C.uintptr_t // the aoi_world; 0 once closed
 	segments []*segment
 }
 
@@ -322,13 +380,14 @@ func New(cfg Config) (*World, error) {
 		return nil, check(rc)
 	}
 	w := &World{c: cw}
-	n := int(C.aoi_delivery_segments(cw))
+	n := int(C.aoi_go_segments(cw))
 	w.segments = make([]*segment, n)
 	for i := range w.segments {
 		s := &segment{index: C.unsigned(i)}
 		s.handle = cgo.NewHandle(s)
 		w.segments[i] = s
 	}
+	atomic.AddInt64(&openWorlds, 1)
 	runtime.SetFinalizer(w, (*World).Close)
 	return w, nil
 }
@@ -339,7 +398,7 @@ func (w *World) host() error {
 	if !w.mu.TryLock() {
 		return ErrBusy
 	}
-	if w.c == nil {
+	if w.c == 0 {
 		w.mu.Unlock()
 		return ErrClosed
 	}
@@ -354,13 +413,14 @@ func (w *World) Close() error {
 		return ErrBusy
 	}
 	defer w.mu.Unlock()
-	if w.c == nil {
+	if w.c == 0 {
 		return nil
 	}
-	if err := check(C.aoi_destroy(w.c)); err != nil {
+	if err := check(C.aoi_go_destroy(w.c)); err != nil {
 		return err
 	}
-	w.c = nil
+	w.c = 0
+	atomic.AddInt64(&openWorlds, -1)
 	for _, s := range w.segments {
 		s.handle.Delete()
 	}
@@ -385,7 +445,7 @@ func (w *World) Move(id uint64, x, y float32) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_move(w.c, C.uint64_t(id), C.float(x), C.float(y)))
+	return check(C.aoi_go_move(w.c, C.uint64_t(id), C.float(x), C.float(y)))
 }
 
 // MoveMany moves ops[0], ops[1], ... in order (aoi_move_many), reading
@@ -411,7 +471,7 @@ func (w *World) SetRadius(id uint64, radius float32) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_set_radius(w.c, C.uint64_t(id), C.float(radius)))
+	return check(C.aoi_go_set_radius(w.c, C.uint64_t(id), C.float(radius)))
 }
 
 // SetLayers sets the layer and interest masks of a live entity.
@@ -420,7 +480,7 @@ func (w *World) SetLayers(id uint64, layers, interest uint32) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_set_layers(w.c, C.uint64_t(id), C.uint32_t(layers),
+	return check(C.aoi_go_set_layers(w.c, C.uint64_t(id), C.uint32_t(layers),
 		C.uint32_t(interest)))
 }
 
@@ -431,7 +491,7 @@ func (w *World) SetAppeal(id uint64, appeal float32) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_set_appeal(w.c, C.uint64_t(id), C.float(appeal)))
+	return check(C.aoi_go_set_appeal(w.c, C.uint64_t(id), C.float(appeal)))
 }
 
 // SetCap sets the view cap of a live entity (0 = none).
@@ -440,7 +500,7 @@ func (w *World) SetCap(id uint64, cap uint32) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_set_cap(w.c, C.uint64_t(id), C.uint32_t(cap)))
+	return check(C.aoi_go_set_cap(w.c, C.uint64_t(id), C.uint32_t(cap)))
 }
 
 // SetTag sets the tag of a live entity, from the next Tick on.
@@ -449,7 +509,7 @@ func (w *World) SetTag(id uint64, tag uint64) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_set_tag(w.c, C.uint64_t(id), C.uint64_t(tag)))
+	return check(C.aoi_go_set_tag(w.c, C.uint64_t(id), C.uint64_t(tag)))
 }
 
 // Remove removes a live entity; its watchers get Leave at the next Tick.
@@ -458,7 +518,7 @@ func (w *World) Remove(id uint64) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_remove(w.c, C.uint64_t(id)))
+	return check(C.aoi_go_remove(w.c, C.uint64_t(id)))
 }
 
 // Tick applies everything submitted since the last tick and leaves the
@@ -468,7 +528,7 @@ func (w *World) Tick() error {
 		return err
 	}
 	defer w.mu.Unlock()
-	return check(C.aoi_tick(w.c))
+	return check(C.aoi_go_tick(w.c))
 }
 
 // Segments is the number of delivery segments (one per lane).
@@ -481,7 +541,7 @@ func (w *World) Deliver(fn DeliverFunc) error {
 		return ErrBusy
 	}
 	defer w.mu.RUnlock()
-	if w.c == nil {
+	if w.c == 0 {
 		return ErrClosed
 	}
 	var first *segment
@@ -521,7 +581,7 @@ func (w *World) DeliverSegment(seg int, fn DeliverFunc) error {
 		return ErrBusy
 	}
 	defer w.mu.RUnlock()
-	if w.c == nil {
+	if w.c == 0 {
 		return ErrClosed
 	}
 	if seg < 0 || seg >= len(w.segments) {
@@ -658,7 +718,7 @@ func (w *World) Stats() (Stats, error) {
 	}
 	defer w.mu.Unlock()
 	var cs C.aoi_stats
-	if err := check(C.aoi_world_stats(w.c, &cs)); err != nil {
+	if err := check(C.aoi_go_stats(w.c, &cs)); err != nil {
 		return Stats{}, err
 	}
 	st := Stats{

@@ -17,7 +17,7 @@ static void aoi_go_trampoline(void *user, uint64_t watcher,
                count);
 }
 
-int aoi_go_deliver(aoi_world *world, unsigned segment, uintptr_t handle)
+int aoi_go_deliver(uintptr_t world, unsigned segment, uintptr_t handle)
 {
-  return aoi_deliver(world, segment, aoi_go_trampoline, (void *)handle);
+  return aoi_deliver((aoi_world *)world, segment, aoi_go_trampoline, (void *)handle);
 }
