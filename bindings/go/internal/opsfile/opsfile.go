@@ -152,8 +152,8 @@ func mix(h, v uint64) uint64 {
 }
 
 // HashOutbox is bench.h's hash_outbox: one watcher's delivery. aoi-bench's
-// checksum is the wrapping sum of HashOutbox(Seed, ...) over every
-// delivery of every tick.
+// checksum starts at Seed and adds, wrapping, HashOutbox(Seed, ...) of
+// every delivery of every tick (warm-up included).
 func HashOutbox(h, watcher uint64, events []aoi.Event) uint64 {
 	h = mix(h, watcher)
 	h = mix(h, uint64(len(events)))
