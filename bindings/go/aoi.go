@@ -599,6 +599,9 @@ func (w *World) DeliverSegment(seg int, fn DeliverFunc) error {
 
 // deliver runs aoi_deliver of one segment; the caller holds mu.RLock.
 func (w *World) deliver(s *segment, fn DeliverFunc) (bool, error) {
+	if fn == nil {
+		return false, ErrInvalid
+	}
 	if !atomic.CompareAndSwapInt32(&s.busy, 0, 1) {
 		return false, ErrBusy
 	}

@@ -138,6 +138,7 @@ func TestErrors(t *testing.T) {
 		{"layers unknown", w.SetLayers(99, 1, 1), ErrNotFound},
 		{"segment", w.DeliverSegment(w.Segments(), func(uint64, uint64, []Event) {}), ErrInvalid},
 		{"segment negative", w.DeliverSegment(-1, func(uint64, uint64, []Event) {}), ErrInvalid},
+		{"nil callback", w.Deliver(nil), ErrInvalid},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.want) {
@@ -313,6 +314,50 @@ func TestCallbackCannotCallWorld(t *testing.T) {
 	})
 	if err != nil || calls == 0 {
 		t.Fatalf("Deliver: %v, %d calls", err, calls)
+	}
+}
+
+// Close and host calls from another goroutine while a delivery runs are
+// refused; the delivery finishes undisturbed.
+func TestCloseDuringDelivery(t *testing.T) {
+	c := newCrowd(t, Config{Threads: 2}, 100)
+	defer c.w.Close()
+	c.tick(t)
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	errs := make(chan error, 1)
+	delivered := false
+	go func() {
+		err := c.w.DeliverSegment(0, func(uint64, uint64, []Event) {
+			once.Do(func() { delivered = true; close(inside) })
+			<-release
+		})
+		once.Do(func() { close(inside) }) // no watcher: do not hang
+		errs <- err
+	}()
+	<-inside
+	if !delivered {
+		t.Fatal("segment 0 had no watcher with events")
+	}
+	if err := c.w.Close(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Close during a delivery: %v", err)
+	}
+	if err := c.w.Tick(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Tick during a delivery: %v", err)
+	}
+	if err := c.w.DeliverSegment(0, func(uint64, uint64, []Event) {}); !errors.Is(err, ErrBusy) {
+		t.Errorf("the same segment twice: %v", err)
+	}
+	if err := c.w.DeliverSegment(1, func(uint64, uint64, []Event) {}); err != nil {
+		t.Errorf("the other segment meanwhile: %v", err)
+	}
+	close(release)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
