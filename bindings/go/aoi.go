@@ -42,11 +42,34 @@ typedef struct aoi_go_result {
   size_t n;
 } aoi_go_result;
 
-static uintptr_t aoi_go_create(const aoi_config *config, int *rc)
+static uintptr_t aoi_go_create(aoi_config *config, uintptr_t pool, int *rc)
 {
   aoi_world *w = NULL;
+  config->pool = (aoi_pool *)pool;
   *rc = aoi_create(config, &w);
   return (uintptr_t)w;
+}
+
+static uintptr_t aoi_go_pool_create(const aoi_pool_config *config, int *rc)
+{
+  aoi_pool *p = NULL;
+  *rc = aoi_pool_create(config, &p);
+  return (uintptr_t)p;
+}
+
+static int aoi_go_pool_destroy(uintptr_t p)
+{
+  return aoi_pool_destroy((aoi_pool *)p);
+}
+
+static unsigned aoi_go_pool_threads(uintptr_t p)
+{
+  return aoi_pool_threads((const aoi_pool *)p);
+}
+
+static int aoi_go_tick_many(const uintptr_t *worlds, size_t n, int *results)
+{
+  return aoi_tick_many((aoi_world *const *)worlds, n, results);
 }
 
 static int aoi_go_destroy(uintptr_t w) { return aoi_destroy(W(w)); }
@@ -225,6 +248,7 @@ type Run uint32
 const (
 	RunOwn    Run = C.AOI_RUN_OWN    // on threads of its own (default)
 	RunCaller Run = C.AOI_RUN_CALLER // on the goroutine that calls Tick
+	RunPool   Run = C.AOI_RUN_POOL   // on Config.Pool's threads
 )
 
 // MoveBand is a distance band for move events (Config.MoveBands).
@@ -236,8 +260,9 @@ type MoveBand struct {
 // Config mirrors aoi_config. Its zero value is aoi_config_default's
 // configuration: every zero field takes the C default.
 type Config struct {
-	Run     Run  // default RunOwn
-	Threads uint // lanes; 0 = one per core (RunOwn), 1 (RunCaller)
+	Run     Run  // default RunOwn; RunPool when Pool is set
+	Pool    *Pool
+	Threads uint // lanes; 0 = one per core (RunOwn), else 1
 	Shards  uint // 0 = one per lane
 
 	// Bounds hint for the first shard layout; all zero = (0,0)-(1000,1000).
@@ -328,6 +353,7 @@ type World struct {
 	// that calls into its world would otherwise deadlock).
 	mu       sync.RWMutex
 	c        C.uintptr_t // the aoi_world; 0 once closed
+	pool     *Pool       // kept alive (and finalized after) while w lives
 	segments []*segment
 }
 
@@ -375,11 +401,24 @@ func New(cfg Config) (*World, error) {
 		cc.measure_cpu = 1
 	}
 	var rc C.int
-	cw := C.aoi_go_create(&cc, &rc)
+	var pool C.uintptr_t
+	if cfg.Pool != nil {
+		if cfg.Run == RunOwn {
+			cc.run = C.AOI_RUN_POOL
+		}
+		// Held through aoi_create, so that Pool.Close cannot run meanwhile.
+		cfg.Pool.mu.Lock()
+		defer cfg.Pool.mu.Unlock()
+		pool = cfg.Pool.c
+		if pool == 0 {
+			return nil, ErrClosed
+		}
+	}
+	cw := C.aoi_go_create(&cc, pool, &rc)
 	if rc != 0 {
 		return nil, check(rc)
 	}
-	w := &World{c: cw}
+	w := &World{c: cw, pool: cfg.Pool}
 	n := int(C.aoi_go_segments(cw))
 	w.segments = make([]*segment, n)
 	for i := range w.segments {
@@ -420,6 +459,7 @@ func (w *World) Close() error {
 		return err
 	}
 	w.c = 0
+	w.pool = nil
 	atomic.AddInt64(&openWorlds, -1)
 	for _, s := range w.segments {
 		s.handle.Delete()
@@ -745,4 +785,106 @@ func (w *World) Stats() (Stats, error) {
 		copy(st.ShardNs, unsafe.Slice((*uint64)(unsafe.Pointer(cs.shard_ns)), n))
 	}
 	return st, nil
+}
+
+// PoolConfig mirrors aoi_pool_config; the zero value is the default.
+type PoolConfig struct {
+	Threads    uint // 0 = one per online core; at most 256
+	PinThreads bool // Linux: bind thread i to the i-th allowed CPU
+}
+
+// Pool is a pool of threads that ticks the worlds made with
+// Config.Pool (aoi_pool). Its worlds may each have their own host
+// goroutine (aoi.h rule 5).
+type Pool struct {
+	mu sync.Mutex
+	c  C.uintptr_t // the aoi_pool; 0 once closed
+}
+
+// NewPool creates a pool and starts its threads (aoi_pool_create).
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	var cc C.aoi_pool_config
+	C.aoi_pool_config_default(&cc)
+	cc.threads = C.unsigned(cfg.Threads)
+	if cfg.PinThreads {
+		cc.pin_threads = 1
+	}
+	var rc C.int
+	cp := C.aoi_go_pool_create(&cc, &rc)
+	if rc != 0 {
+		return nil, check(rc)
+	}
+	p := &Pool{c: cp}
+	runtime.SetFinalizer(p, (*Pool).Close)
+	return p, nil
+}
+
+// Threads is the pool's thread count; 0 once closed.
+func (p *Pool) Threads() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int(C.aoi_go_pool_threads(p.c))
+}
+
+// Close stops the pool's threads (aoi_pool_destroy): ErrBusy while a
+// world is on it, and then it frees nothing; nil once closed.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c == 0 {
+		return nil
+	}
+	if err := check(C.aoi_go_pool_destroy(p.c)); err != nil {
+		return err
+	}
+	p.c = 0
+	runtime.SetFinalizer(p, nil)
+	return nil
+}
+
+// TickMany ticks worlds together (aoi_tick_many): each as Tick would,
+// worlds on pools at once on their threads. When results is not nil
+// (len(worlds) of it) it gets each world's Tick result. Returns nil, or
+// the first failing world's error; refused, ticking nothing: ErrInvalid
+// (a world listed twice, results of the wrong length), ErrClosed, or
+// ErrBusy (a world in another call or a delivery).
+func TickMany(worlds []*World, results []error) error {
+	if results != nil && len(results) != len(worlds) {
+		return ErrInvalid
+	}
+	for i, w := range worlds {
+		for _, v := range worlds[:i] {
+			if v == w {
+				return ErrInvalid
+			}
+		}
+	}
+	handles := make([]C.uintptr_t, len(worlds))
+	rcs := make([]C.int, len(worlds))
+	for i, w := range worlds {
+		if err := w.host(); err != nil {
+			for _, v := range worlds[:i] {
+				v.mu.Unlock()
+			}
+			return err
+		}
+		handles[i] = w.c
+	}
+	defer func() {
+		for _, w := range worlds {
+			w.mu.Unlock()
+		}
+	}()
+	if len(worlds) == 0 {
+		return nil
+	}
+	rc := C.aoi_go_tick_many(&handles[0], C.size_t(len(worlds)), &rcs[0])
+	// Each result is what aoi_tick returns, 0 or ENOMEM; other codes
+	// refused the call and wrote nothing.
+	if results != nil && (rc == 0 || rc == C.AOI_ENOMEM) {
+		for i := range results {
+			results[i] = check(rcs[i])
+		}
+	}
+	return check(rc)
 }

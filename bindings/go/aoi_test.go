@@ -558,3 +558,71 @@ func TestFinalizerCloses(t *testing.T) {
 		t.Errorf("%d dropped worlds not closed", n-before)
 	}
 }
+
+// Worlds on a pool ticked together give the events of worlds ticked
+// alone; the pool refuses to close while a world is on it.
+func TestPoolTickMany(t *testing.T) {
+	pool, err := NewPool(PoolConfig{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool.Threads() != 2 {
+		t.Errorf("pool threads %d", pool.Threads())
+	}
+	const k = 3
+	var refs, many [k]*crowd
+	for i := range refs {
+		refs[i] = newCrowd(t, Config{Run: RunCaller}, 300+100*i)
+		many[i] = newCrowd(t, Config{Pool: pool}, 300+100*i)
+	}
+	worlds := []*World{many[0].w, many[1].w, many[2].w}
+	results := make([]error, k)
+	hash := func(w *World) uint64 {
+		var h uint64
+		if err := w.Deliver(func(watcher, tag uint64, ev []Event) {
+			h += hashEvents(watcher, ev)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for tick := 0; tick < 5; tick++ {
+		for i := range refs {
+			refs[i].tick(t)
+			many[i].step()
+			if _, err := many[i].w.MoveMany(many[i].moves); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := TickMany(worlds, results); err != nil {
+			t.Fatal(err)
+		}
+		for i := range refs {
+			if results[i] != nil {
+				t.Errorf("world %d: %v", i, results[i])
+			}
+			if a, b := hash(refs[i].w), hash(many[i].w); a != b {
+				t.Fatalf("tick %d world %d: events differ", tick, i)
+			}
+		}
+	}
+	if err := TickMany([]*World{worlds[0], worlds[0]}, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a world twice: %v", err)
+	}
+	if err := pool.Close(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Close of a pool with worlds: %v", err)
+	}
+	for i := range refs {
+		refs[i].w.Close()
+		many[i].w.Close()
+	}
+	if err := TickMany(worlds, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("TickMany of closed worlds: %v", err)
+	}
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Pool: pool}); !errors.Is(err, ErrClosed) {
+		t.Errorf("New on a closed pool: %v", err)
+	}
+}
