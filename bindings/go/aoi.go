@@ -575,7 +575,9 @@ func (w *World) Tick() error {
 func (w *World) Segments() int { return len(w.segments) }
 
 // Deliver delivers every segment in turn on the calling goroutine,
-// calling fn once per watcher with events. See DeliverSegment for panics.
+// calling fn once per watcher with events. A panic in fn is handled as
+// DeliverSegment's: every segment is still delivered, then Deliver panics
+// again with the first panic's value.
 func (w *World) Deliver(fn DeliverFunc) error {
 	if !w.mu.TryRLock() {
 		return ErrBusy
@@ -616,6 +618,9 @@ func (w *World) Deliver(fn DeliverFunc) error {
 // alike), and once the segment is done DeliverSegment panics again with
 // the first panic's value. The panicking watcher's events are consumed;
 // every other watcher gets its events, and the world stays usable.
+//
+// fn must not call runtime.Goexit (nor t.FailNow or t.Fatal in a test):
+// that cannot be stopped at the C boundary and would unwind C frames.
 func (w *World) DeliverSegment(seg int, fn DeliverFunc) error {
 	if !w.mu.TryRLock() {
 		return ErrBusy
@@ -663,15 +668,22 @@ func aoiGoDeliver(handle C.uintptr_t, watcher, tag C.uint64_t,
 }
 
 // call runs the callback for one watcher; a panic stops here, before the
-// C frames below.
+// C frames below. `returned` tells a panic from a return also for
+// panic(nil), whose recover() is nil.
 func (s *segment) call(watcher, tag uint64, events []Event) {
+	returned := false
 	defer func() {
-		if v := recover(); v != nil && !s.panicked {
+		if returned {
+			return
+		}
+		v := recover()
+		if !s.panicked {
 			s.panicked = true
 			s.value = v
 		}
 	}()
 	s.fn(watcher, tag, events)
+	returned = true
 }
 
 type idsResult = C.aoi_go_result

@@ -412,6 +412,19 @@ func TestPanickingCallback(t *testing.T) {
 	if err := c.w.Deliver(func(uint64, uint64, []Event) { calls++ }); err != nil || calls == 0 {
 		t.Fatalf("after the panics: %v, %d calls", err, calls)
 	}
+	// panic(nil) is a panic too.
+	c.tick(t)
+	func() {
+		panicked := true
+		defer func() {
+			recover()
+			if !panicked {
+				t.Error("panic(nil) was swallowed")
+			}
+		}()
+		_ = c.w.Deliver(func(uint64, uint64, []Event) { panic(nil) })
+		panicked = false
+	}()
 	// DeliverSegment re-panics likewise.
 	c.tick(t)
 	for s := 0; s < c.w.Segments(); s++ {
