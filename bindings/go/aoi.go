@@ -260,7 +260,7 @@ type MoveBand struct {
 // Config mirrors aoi_config. Its zero value is aoi_config_default's
 // configuration: every zero field takes the C default.
 type Config struct {
-	Run     Run  // default RunOwn; RunPool when Pool is set
+	Run     Run // default RunOwn; RunPool when Pool is set
 	Pool    *Pool
 	Threads uint // lanes; 0 = one per core (RunOwn), else 1
 	Shards  uint // 0 = one per lane

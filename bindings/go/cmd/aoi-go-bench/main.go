@@ -3,13 +3,15 @@
 // tick, the moves (MoveMany), Tick, and the delivery of every segment (a
 // goroutine each), every event read into aoi-bench's checksum. The first
 // tick, aoi-bench's warm-up, is not timed. It prints the median frame in
-// ms and the checksum, which must equal aoi-bench's; bench.sh compares.
+// ms and the checksum, which must equal aoi-bench's (bench.sh compares),
+// and the Go heap allocations a timed tick (runtime.MemStats.Mallocs).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"time"
 
@@ -78,8 +80,14 @@ func run(path string, threads uint, warmup int) error {
 		}
 	}()
 
-	var frames []float64
+	frames := make([]float64, 0, len(f.Ticks))
+	var ms runtime.MemStats
+	var mallocs uint64
 	for tick := range f.Ticks {
+		if tick == warmup {
+			runtime.ReadMemStats(&ms)
+			mallocs = ms.Mallocs
+		}
 		t0 := time.Now()
 		if err := f.Submit(w, tick); err != nil {
 			return err
@@ -103,6 +111,11 @@ func run(path string, threads uint, warmup int) error {
 			frames = append(frames, float64(time.Since(t0).Nanoseconds())/1e6)
 		}
 	}
+	runtime.ReadMemStats(&ms)
+	allocs := 0.0
+	if len(frames) > 0 {
+		allocs = float64(ms.Mallocs-mallocs) / float64(len(frames))
+	}
 	sum, events := opsfile.Seed, uint64(0)
 	for _, p := range parts {
 		sum += p.sum
@@ -113,7 +126,8 @@ func run(path string, threads uint, warmup int) error {
 	if k := len(frames); k > 0 {
 		median = frames[(k+1)/2-1]
 	}
-	fmt.Printf("frame_ms_median %.4f\nchecksum %016x\nticks %d\nevents %d\nsegments %d\n",
-		median, sum, len(f.Ticks), events, n)
+	fmt.Printf("frame_ms_median %.4f\nchecksum %016x\nticks %d\nevents %d\n"+
+		"segments %d\ngo_allocs_per_tick %.2f\n",
+		median, sum, len(f.Ticks), events, n, allocs)
 	return nil
 }
