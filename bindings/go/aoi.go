@@ -132,6 +132,51 @@ static int aoi_go_remove(uintptr_t w, uint64_t id)
 }
 
 static int aoi_go_tick(uintptr_t w) { return aoi_tick(W(w)); }
+static int aoi_go_tick_begin(uintptr_t w) { return aoi_tick_begin(W(w)); }
+static int aoi_go_tick_poll(uintptr_t w) { return aoi_tick_poll(W(w)); }
+static int aoi_go_tick_end(uintptr_t w) { return aoi_tick_end(W(w)); }
+
+typedef struct aoi_go_ref {
+  int rc;
+  aoi_ref ref;
+} aoi_go_ref;
+
+static aoi_go_ref aoi_go_ref_of(uintptr_t w, uint64_t id)
+{
+  aoi_go_ref r = {0, 0};
+  r.rc = aoi_ref_of(W(w), id, &r.ref);
+  return r;
+}
+
+static int aoi_go_move_ref(uintptr_t w, aoi_ref ref, float x, float y)
+{
+  return aoi_move_ref(W(w), ref, x, y);
+}
+
+// A borrowed array and its length, for aoi_drain and aoi_pending.
+typedef struct aoi_go_borrowed {
+  int rc;
+  const void *items;
+  size_t n;
+} aoi_go_borrowed;
+
+static aoi_go_borrowed aoi_go_drain(uintptr_t w, uint64_t id)
+{
+  aoi_go_borrowed r = {0, NULL, 0};
+  const aoi_event *events = NULL;
+  r.rc = aoi_drain(W(w), id, &events, &r.n);
+  r.items = events;
+  return r;
+}
+
+static aoi_go_borrowed aoi_go_pending(uintptr_t w)
+{
+  aoi_go_borrowed r = {0, NULL, 0};
+  const uint64_t *ids = NULL;
+  r.rc = aoi_pending(W(w), &ids, &r.n);
+  r.items = ids;
+  return r;
+}
 
 static aoi_go_result aoi_go_query_circle(uintptr_t w, float x, float y,
                                          float radius, uint32_t mask,
@@ -569,6 +614,103 @@ func (w *World) Tick() error {
 	}
 	defer w.mu.Unlock()
 	return check(C.aoi_go_tick(w.c))
+}
+
+// TickBegin starts a tick and returns at once (aoi_tick_begin); until
+// TickEnd only TickPoll, TickEnd and Close may be called (others return
+// ErrBusy; Close waits for the tick).
+func (w *World) TickBegin() error {
+	if err := w.host(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	return check(C.aoi_go_tick_begin(w.c))
+}
+
+// TickPoll reports whether the tick in flight has finished, so that
+// TickEnd will not block; ErrInvalid when no tick is in flight.
+func (w *World) TickPoll() (bool, error) {
+	if err := w.host(); err != nil {
+		return false, err
+	}
+	defer w.mu.Unlock()
+	rc := C.aoi_go_tick_poll(w.c)
+	if rc < 0 {
+		return false, check(rc)
+	}
+	return rc == 1, nil
+}
+
+// TickEnd waits for the tick in flight and returns what Tick would have;
+// ErrInvalid when no tick is in flight.
+func (w *World) TickEnd() error {
+	if err := w.host(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	return check(C.aoi_go_tick_end(w.c))
+}
+
+// Ref names a live entity without an id lookup (aoi_ref): valid from the
+// Add that made the entity until its Remove, in its own world only.
+type Ref uint64
+
+// RefOf returns the reference of live entity id.
+func (w *World) RefOf(id uint64) (Ref, error) {
+	if err := w.host(); err != nil {
+		return 0, err
+	}
+	defer w.mu.Unlock()
+	r := C.aoi_go_ref_of(w.c, C.uint64_t(id))
+	if r.rc != 0 {
+		return 0, check(r.rc)
+	}
+	return Ref(r.ref), nil
+}
+
+// MoveRef is Move of the entity ref names; ErrNotFound for anything but
+// a live entity's reference.
+func (w *World) MoveRef(ref Ref, x, y float32) error {
+	if err := w.host(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	return check(C.aoi_go_move_ref(w.c, C.aoi_ref(ref), C.float(x), C.float(y)))
+}
+
+// Pending appends to dst the watchers with undelivered events, ids
+// ascending (aoi_pending, copied).
+func (w *World) Pending(dst []uint64) ([]uint64, error) {
+	if err := w.host(); err != nil {
+		return dst, err
+	}
+	defer w.mu.Unlock()
+	r := C.aoi_go_pending(w.c)
+	if r.rc != 0 {
+		return dst, check(r.rc)
+	}
+	if r.n == 0 {
+		return dst, nil
+	}
+	return append(dst, unsafe.Slice((*uint64)(r.items), int(r.n))...), nil
+}
+
+// Drain takes every undelivered event of watcher id, oldest tick first,
+// appends them to dst (a copy: aoi_drain's array is borrowed) and empties
+// its outbox: delivery by id, for hosts that do not use segments.
+func (w *World) Drain(id uint64, dst []Event) ([]Event, error) {
+	if err := w.host(); err != nil {
+		return dst, err
+	}
+	defer w.mu.Unlock()
+	r := C.aoi_go_drain(w.c, C.uint64_t(id))
+	if r.rc != 0 {
+		return dst, check(r.rc)
+	}
+	if r.n == 0 {
+		return dst, nil
+	}
+	return append(dst, unsafe.Slice((*Event)(r.items), int(r.n))...), nil
 }
 
 // Segments is the number of delivery segments (one per lane).

@@ -542,6 +542,11 @@ func TestNoAllocations(t *testing.T) {
 	}
 	report("Move", func() { _ = c.w.Move(m.ID, m.X, m.Y) })
 	report("MoveMany", func() { _, _ = c.w.MoveMany(c.moves) })
+	r, err := c.w.RefOf(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report("MoveRef", func() { _ = c.w.MoveRef(r, m.X, m.Y) })
 	report("MoveMany+Tick+Deliver", func() {
 		c.step()
 		_, _ = c.w.MoveMany(c.moves)
@@ -637,5 +642,87 @@ func TestPoolTickMany(t *testing.T) {
 	}
 	if _, err := New(Config{Pool: pool}); !errors.Is(err, ErrClosed) {
 		t.Errorf("New on a closed pool: %v", err)
+	}
+}
+
+// References, the split tick, and delivery by id (Pending, Drain) give
+// the events of moves by id, Tick and Deliver on an identical world.
+func TestRefsSplitTickDrain(t *testing.T) {
+	const n = 500
+	ref := newCrowd(t, Config{Run: RunCaller}, n)
+	defer ref.w.Close()
+	c := newCrowd(t, Config{Threads: 2}, n)
+	defer c.w.Close()
+	refs := make([]Ref, n)
+	for i, m := range c.moves {
+		r, err := c.w.RefOf(m.ID)
+		if err != nil || r == 0 {
+			t.Fatalf("RefOf(%d): %v %v", m.ID, r, err)
+		}
+		refs[i] = r
+	}
+	if _, err := c.w.RefOf(n + 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RefOf unknown: %v", err)
+	}
+	if err := c.w.MoveRef(0, 1, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MoveRef(0): %v", err)
+	}
+	if _, err := c.w.TickPoll(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TickPoll with no tick: %v", err)
+	}
+	var ids []uint64
+	var events []Event
+	for tick := 0; tick < 5; tick++ {
+		ref.tick(t)
+		want := map[uint64]uint64{}
+		if err := ref.w.Deliver(func(watcher, tag uint64, ev []Event) {
+			want[watcher] = hashEvents(watcher, ev)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c.step()
+		for i, m := range c.moves {
+			if err := c.w.MoveRef(refs[i], m.X, m.Y); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.w.TickBegin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.w.Move(1, 0, 0); !errors.Is(err, ErrBusy) {
+			t.Errorf("Move during a tick in flight: %v", err)
+		}
+		for {
+			done, err := c.w.TickPoll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				break
+			}
+		}
+		if err := c.w.TickEnd(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		ids, err = c.w.Pending(ids[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(want) || !sort.SliceIsSorted(ids, func(i, j int) bool { return ids[i] < ids[j] }) {
+			t.Fatalf("tick %d: %d pending, want %d, ascending", tick, len(ids), len(want))
+		}
+		for _, id := range ids {
+			events, err = c.w.Drain(id, events[:0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hashEvents(id, events) != want[id] {
+				t.Fatalf("tick %d: watcher %d drained other events", tick, id)
+			}
+		}
+		if err := c.w.Deliver(func(uint64, uint64, []Event) { t.Error("delivered twice") }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
