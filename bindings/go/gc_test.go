@@ -1,0 +1,11 @@
+package aoi
+
+import (
+	"runtime"
+	"time"
+)
+
+func runtimeGC() {
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+}

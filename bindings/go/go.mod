@@ -1,0 +1,3 @@
+module aoi
+
+go 1.19
