@@ -824,7 +824,9 @@ static void make_config(const bench_options *o, const scenario_result *s,
    side (the world is [0, side]^2) and f32 max_radius; then each tick's
    u32 count and that many 24-byte operations: u64 id, f32 x, f32 y, f32
    radius, u8 kind (0 add, 1 move, 2 remove), u8 flags, u16 zero. Every
-   add has every layer and interest, and its id as its tag. */
+   add has every layer and interest, and its id as its tag; the world is
+   aoi_config_default's but for its bounds and max_radius, and its
+   checksum is bench.h's (docs/bindings.md). */
 static FILE *dump_open(const char *path, uint32_t entities, uint32_t ticks,
                        float side, float max_radius)
 {

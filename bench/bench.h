@@ -113,9 +113,11 @@ static inline uint64_t float_bits(float f)
   return bits;
 }
 
-/* Folds one watcher's events of one tick into a checksum. The engine's and
-   the baseline's outboxes go through this same function, watchers in id
-   order, so equal events give equal checksums. */
+/* One watcher's events of one tick, hashed. A run's checksum starts at
+   BENCH_CHECKSUM_SEED and adds this hash (wrapping) for every watcher
+   delivered on every tick, the warm-up's included: the sum does not
+   depend on the order of the watchers, so the engine, the baselines and
+   the bindings' replays (docs/bindings.md) agree on equal events. */
 static inline uint64_t hash_outbox(uint64_t h, uint64_t watcher,
                                    const aoi_event *events, size_t count)
 {

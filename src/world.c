@@ -42,7 +42,8 @@ const char *aoi_strerror(int code)
   case AOI_ESYS:
     return "AOI_ESYS: the system refused a thread or sync object";
   case AOI_EBUSY:
-    return "AOI_EBUSY: a tick is in flight (call aoi_tick_end first)";
+    return "AOI_EBUSY: a tick or a delivery is under way, or a pool has "
+           "worlds";
   default:
     return "unknown error";
   }
