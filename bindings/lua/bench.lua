@@ -6,12 +6,18 @@
 -- Replays an `aoi-bench --dump-ops` file (read into arrays before any
 -- timing) into a world of THREADS lanes (default 2), as aoi-bench does:
 -- per tick, the adds and removes one by one and each run of moves with
--- one move_many, then tick, then deliver, every event read with ev:get
--- and folded into aoi-bench's checksum. The first tick is aoi-bench's
--- warm-up: checksummed, not timed. Prints the median frame (submit +
--- tick + deliver) in ms, its parts, and the checksum. MODE "get" only
--- reads every event with ev:get (no checksum), "count" only counts them:
--- what the binding costs apart from the Lua that folds the checksum.
+-- one move_many, then tick, then deliver. MODE says what the delivery
+-- does with the events:
+--   wire   (the default) what aoi-bench does: each watcher's events are
+--          copied out as they come (ev:bytes, the wire format a server
+--          forwards), and folded into aoi-bench's checksum after the
+--          frame's timing, as aoi-bench times its checksum apart;
+--   hash   every event read with ev:get and folded in, inside the frame;
+--   get    every event read with ev:get, no checksum;
+--   count  the events counted only.
+-- The first tick is aoi-bench's warm-up: checksummed, not timed. Prints
+-- the median frame (submit + tick + deliver) in ms, its parts, and the
+-- checksum.
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local aoi = require "aoi"
@@ -19,7 +25,7 @@ local crowd = require "crowd"
 
 local path = assert(arg[1], "usage: bench.lua OPS_FILE [THREADS]")
 local threads = math.tointeger(tonumber(arg[2] or "2"))
-local mode = arg[3] or "hash"
+local mode = arg[3] or "wire"
 local head, ticks = crowd.read_ops(path)
 
 local world = aoi.new{threads = threads, min_x = 0, min_y = 0,
@@ -31,7 +37,14 @@ local function fold(watcher, _, n, ev)
   checksum = checksum + hash(watcher, n, ev)
   events = events + n
 end
-if mode == "get" then
+local wire_ids, wire_bytes, wired = {}, {}, 0
+if mode == "wire" then
+  fold = function(watcher, _, n, ev)
+    wired = wired + 1
+    wire_ids[wired], wire_bytes[wired] = watcher, ev:bytes()
+    events = events + n
+  end
+elseif mode == "get" then
   fold = function(_, _, n, ev)
     for i = 1, n do ev:get(i) end
     events = events + n
@@ -39,7 +52,7 @@ if mode == "get" then
 elseif mode == "count" then
   fold = function(_, _, n) events = events + n end
 else
-  assert(mode == "hash", "MODE: hash, get or count")
+  assert(mode == "hash", "MODE: wire, hash, get or count")
 end
 
 local clock = aoi.clock
@@ -59,6 +72,11 @@ for t = 1, head.ticks do
     tick[#tick + 1] = (t2 - t1) * 1e3
     deliver[#deliver + 1] = (t3 - t2) * 1e3
   end
+  for k = 1, wired do
+    checksum = checksum + crowd.hash_bytes(wire_ids[k], wire_bytes[k])
+    wire_bytes[k] = false
+  end
+  wired = 0
 end
 world:close()
 
@@ -74,4 +92,5 @@ print(string.format(
   "events/tick %.0f checksum %s",
   median(frame), median(submit), median(tick), median(deliver),
   events / head.ticks,
-  mode == "hash" and string.format("%016x", checksum) or "none"))
+  (mode == "hash" or mode == "wire") and string.format("%016x", checksum)
+    or "none"))

@@ -53,6 +53,22 @@ function crowd.hash_outbox(watcher, n, ev)
   return h
 end
 
+-- The same hash over ev:bytes()'s string of n events (the floats' bits
+-- read as they lie).
+function crowd.hash_bytes(watcher, s)
+  local n = #s // 32
+  local h = hash_mix(hash_mix(crowd.SEED, watcher), n)
+  local pos = 1
+  for _ = 1, n do
+    local id, _, xb, yb, kind, tick
+    id, _, xb, yb, kind, tick, pos = string.unpack("<I8I8I4I4I4I4", s, pos)
+    h = hash_mix(h, id)
+    h = hash_mix(h, (kind << 32) | tick)
+    h = hash_mix(h, (xb << 32) | yb)
+  end
+  return h
+end
+
 -- Reads an operations file into plain arrays: returns a header table
 -- {entities, ticks, side, max_radius} and the ticks, each
 -- {n, ids, xs, ys, radii, kinds, flags}.

@@ -669,6 +669,20 @@ static int l_ev_tick(lua_State *L)
   return 1;
 }
 
+/* ev:bytes() -> every event of the call as one string of #ev x 32 bytes,
+   each laid out as aoi_event (little-endian u64 id, u64 tag, f32 x, f32
+   y, u32 kind, u32 tick; string.unpack "<I8I8ffI4I4"): what a server
+   forwards to the watcher's client, one copy and one string a watcher,
+   and it outlives the callback. */
+static int l_ev_bytes(lua_State *L)
+{
+  lreader *r = luaL_checkudata(L, 1, READER_META);
+  if (r->events == NULL)
+    return luaL_error(L, "aoi: events read outside their deliver callback");
+  lua_pushlstring(L, (const char *)r->events, r->count * sizeof(aoi_event));
+  return 1;
+}
+
 /* ev:table(i) -> {id=, kind=, x=, y=, tag=, tick=}: a copy that outlives
    the callback (allocates; for convenience, not the hot path). */
 static int l_ev_table(lua_State *L)
@@ -809,7 +823,8 @@ static const luaL_Reg world_methods[] = {
 static const luaL_Reg reader_methods[] = {
     {"get", l_ev_get},   {"id", l_ev_id},     {"kind", l_ev_kind},
     {"x", l_ev_x},       {"y", l_ev_y},       {"tag", l_ev_tag},
-    {"tick", l_ev_tick}, {"table", l_ev_table}, {NULL, NULL}};
+    {"tick", l_ev_tick}, {"table", l_ev_table}, {"bytes", l_ev_bytes},
+    {NULL, NULL}};
 
 static int l_strerror(lua_State *L)
 {

@@ -97,6 +97,12 @@ do
     local t = ev:table(1)
     eq(t.id, 2, "table.id") eq(t.kind, aoi.ENTER, "table.kind")
     eq(t.tag, 200, "table.tag")
+    local b = ev:bytes()
+    eq(#b, 32, "#ev:bytes()")
+    local bid, btag, bx, by, bkind, btick = string.unpack("<I8I8ffI4I4", b)
+    eq(bid, 2, "bytes id") eq(btag, 200, "bytes tag") eq(bx, 3.0, "bytes x")
+    eq(by, 0.0, "bytes y") eq(bkind, aoi.ENTER, "bytes kind")
+    eq(btick, 1, "bytes tick")
     ok(raises("bad argument", ev.id, ev, 2):find("event index out of range"),
        "ev:id(n + 1)")
     ok(raises("bad argument", ev.get, ev, 0):find("event index out of range"),
