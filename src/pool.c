@@ -253,9 +253,9 @@ int aoi__pool_create(const aoi_pool_config *config, aoi_pool **out)
   }
   /* A spinner that shares a core with the thread it waits for only delays
      it: threads spin for work only where the host and each have a core. */
-  p->own_cores = aoi__online_cores() > p->threads;
-  p->idle_spin_ns = p->own_cores ? 20000 : 0;
-  p->host_spin_ns = p->own_cores ? 20000 : 2000;
+  bool own_cores = aoi__online_cores() > p->threads;
+  p->idle_spin_ns = own_cores ? 20000 : 0;
+  p->host_spin_ns = own_cores ? 20000 : 2000;
   int rc = AOI_ENOMEM;
   p->thread = a.alloc(a.user, sizeof(pthread_t) * p->threads);
   if (p->thread == NULL)

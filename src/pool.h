@@ -58,7 +58,6 @@ struct aoi_pool {
   _Atomic uint32_t worlds; /* worlds on it (aoi_pool_destroy refuses) */
   uint32_t idle_spin_ns;   /* how long an idle thread looks for work */
   uint32_t host_spin_ns;   /* how long a host waits before it sleeps */
-  bool own_cores;          /* a core for each thread and the host */
 };
 
 /* The creation and destruction behind aoi_pool_create and

@@ -241,7 +241,7 @@ int aoi_world_stats(const aoi_world *world, aoi_stats *stats)
   if (aoi__busy(world) != 0)
     return AOI_EBUSY;
   *stats = world->stats;
-  stats->tick = world->tick; /* (a quiet tick publishes nothing else) */
+  stats->tick = world->tick; /* (kept there alone: a quiet tick counts it) */
   return 0;
 }
 

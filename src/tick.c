@@ -477,8 +477,7 @@ static void publish_stats(aoi_world *w)
     w->shard_entities[s] = w->shards[s].count;
     w->shard_ns[s] = w->shards[s].compute_ns;
   }
-  aoi_stats *st = &w->stats;
-  st->tick = w->tick;
+  aoi_stats *st = &w->stats; /* (its tick is w->tick: aoi_world_stats) */
   st->entities = w->live;
   st->watchers = w->watchers;
   st->tick_ns = w->skipped ? 0 : aoi__now_ns() - w->tick_started;
@@ -750,14 +749,14 @@ static void chain_flush(chain *c)
   c->count = 0;
 }
 
-static void chain_add(chain *c, aoi_world *w)
+static void chain_add(chain *c, aoi_pool *pool, aoi__task *t)
 {
   if (c->count == 0)
-    c->first = &w->start;
+    c->first = t;
   else
-    c->last->next = &w->start;
-  c->last = &w->start;
-  c->pool = w->pool;
+    c->last->next = t;
+  c->last = t;
+  c->pool = pool;
   c->count++;
 }
 
@@ -795,7 +794,7 @@ static void begin_many(aoi_world *const *worlds, size_t n, aoi__job *job)
       pool = w->pool;
     }
     w->start.big = w->threads > 1 || w->live > BIG_WORLD;
-    chain_add(w->start.big ? &big : &small, w);
+    chain_add(w->start.big ? &big : &small, w->pool, &w->start);
     if (small.count == UINT32_MAX || big.count == UINT32_MAX) {
       chain_flush(&big);
       chain_flush(&small);
@@ -936,14 +935,7 @@ int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
     for (unsigned s = 0; s < w->threads; s++) {
       aoi__task *t = &w->workers[s].deliver;
       t->big = is_big;
-      chain *c = is_big ? &big : &small;
-      if (c->count == 0)
-        c->first = t;
-      else
-        c->last->next = t;
-      c->last = t;
-      c->pool = pool;
-      c->count++;
+      chain_add(is_big ? &big : &small, pool, t);
     }
   }
   chain_flush(&big);

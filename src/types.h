@@ -415,7 +415,8 @@ typedef struct aoi__tick_command {
   double cell_size;   /* grid cell side */
   double usual_reach; /* the mean radius, with the hysteresis */
   bool relayout;      /* the shard cuts moved: check every entity's shard */
-  bool on_host;       /* the host runs this tick (aoi__tick_on_host) */
+  bool on_host;       /* one thread runs it whole (aoi__tick_on_host); the
+                         tests read it */
   bool appeals;       /* some live entity has an appeal */
   bool departures;    /* enough live entities have no record that
                          departures pay (tick.c): they serve the
