@@ -42,6 +42,9 @@
  *                   and compute), medians
  *   submit, drain   host time of the operation calls before the tick, and of
  *                   pending + drain + checksum after it, medians
+ *   crowd           the crowd's own step a tick (the stand-in for the game's
+ *                   logic, with --dump-ops its writing too): timed apart,
+ *                   in neither submit nor frame
  *   updates/s       operations submitted a tick (moves, adds and removes: N
  *                   for uniform), mean, over the median tick; events/s: the
  *                   events drained a tick, likewise
@@ -863,7 +866,8 @@ static double ns_to_ms(uint64_t ns)
 
 /* Per measured tick, what a run keeps until it summarizes. */
 typedef struct samples {
-  double *tick, *submit, *drain, *checksum, *frame, *phase[AOI_PHASE_COUNT];
+  double *tick, *submit, *crowd, *drain, *checksum, *frame,
+      *phase[AOI_PHASE_COUNT];
   double *work, *span;
 } samples;
 
@@ -873,6 +877,7 @@ static void samples_init(samples *t, unsigned ticks)
   t->work = bench_calloc(ticks, sizeof(double));
   t->span = bench_calloc(ticks, sizeof(double));
   t->submit = bench_calloc(ticks, sizeof(double));
+  t->crowd = bench_calloc(ticks, sizeof(double));
   t->drain = bench_calloc(ticks, sizeof(double));
   t->checksum = bench_calloc(ticks, sizeof(double));
   t->frame = bench_calloc(ticks, sizeof(double));
@@ -886,6 +891,7 @@ static void samples_free(samples *t)
   free(t->work);
   free(t->span);
   free(t->submit);
+  free(t->crowd);
   free(t->drain);
   free(t->checksum);
   free(t->frame);
@@ -1086,8 +1092,12 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     bench_progress("[%s] tick %u/%u", label, tick, warmup + ticks);
     const bench_op *ops = NULL; /* the last world's: lockstep has one */
     size_t n = 0, total = 0;
+    /* The crowd's own step (the game's logic) and the dump are not the
+       host's calls: timed apart (crowd) and out of submit and frame. */
+    uint64_t crowd_ns = 0;
     uint64_t a0 = meter_calls(&meter), s0 = bench_now_ns();
     for (unsigned i = 0; i < count; i++) {
+      uint64_t c0 = bench_now_ns();
       ops = tick ? crowd_next(wr[i].c, &n) : crowd_start(wr[i].c, &n);
       if (o->batch && n > batch_room) {
         free(batch);
@@ -1096,11 +1106,13 @@ static void run_engine(const bench_options *o, const scenario_result *s,
       }
       if (dump != NULL)
         dump_tick(dump, ops, n);
+      crowd_ns += bench_now_ns() - c0;
       submit_engine(wr[i].world, o, ops, n, wr[i].refs,
                     o->batch ? batch : NULL, count > 1 ? i : UINT64_MAX);
       total += n;
     }
     uint64_t a1 = meter_calls(&meter), s1 = bench_now_ns();
+    s0 += crowd_ns;
     if (count == 1)
       check(aoi_tick(wr[0].world), "aoi_tick");
     else
@@ -1141,6 +1153,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
       continue;
     unsigned m = tick - warmup;
     t.submit[m] = ns_to_ms(s1 - s0);
+    t.crowd[m] = ns_to_ms(crowd_ns);
     t.tick[m] = ns_to_ms(s2 - s1);
     t.drain[m] = ns_to_ms(s3 - s2);
     t.checksum[m] = ns_to_ms(s4 - s3);
@@ -1222,6 +1235,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   r->tick_ms_p99 = quantile(t.tick, ticks, 0.99);
   r->tick_ms_max = quantile(t.tick, ticks, 1.0);
   r->submit_ms_median = quantile(t.submit, ticks, 0.5);
+  r->crowd_ms_median = quantile(t.crowd, ticks, 0.5);
   r->drain_ms_median = quantile(t.drain, ticks, 0.5);
   r->checksum_ms_median = quantile(t.checksum, ticks, 0.5);
   r->frame_ms_median = quantile(t.frame, ticks, 0.5);

@@ -26,7 +26,8 @@ fail=0
 
 numeric="entities threads shards ticks tick_ms_median tick_ms_p99 tick_ms_max
   updates_per_s events_per_s imbalance peak_rss_bytes bytes_per_entity
-  allocs_per_tick drain_ms_median submit_ms_median apply_ms_median
+  allocs_per_tick drain_ms_median submit_ms_median crowd_ms_median
+  apply_ms_median
   exchange_ms_median compute_ms_median handoffs_per_tick ghosts_per_tick
   speedup efficiency baseline_tick_ms_median baseline_speedup max_radius
   plain_tick_ms_median plain_submit_ms_median cliff_ratio cliff_submit_ratio

@@ -96,6 +96,7 @@ typedef struct run_result {
                                               the pool's threads */
   double tick_ms_median, tick_ms_p99, tick_ms_max, tick_ms_mean;
   double submit_ms_median, drain_ms_median;
+  double crowd_ms_median; /* the crowd's step, apart from submit and frame */
   /* frame: submit + tick + delivery (drain_ms: the delivery, all events
      taken out and copied once); the checksum of them, timed apart */
   double frame_ms_median, checksum_ms_median;
