@@ -134,9 +134,13 @@ static aoi__task *take(aoi_pool *p)
   return first;
 }
 
+/* The pool whose thread this is, if any (aoi__pool_spread). */
+static _Thread_local aoi_pool *self_pool;
+
 static void *pool_main(void *arg)
 {
   aoi_pool *p = arg;
+  self_pool = p;
   for (;;) {
     uint32_t seen = aoi__bell_read(&p->work);
     aoi__task *chain = take(p);
@@ -153,6 +157,68 @@ static void *pool_main(void *arg)
     }
   }
   return NULL;
+}
+
+/* ---- spreading a host's work -------------------------------------------- */
+
+/* One aoi__pool_spread: the parts handed out in order, `next` the first
+   not yet taken. */
+typedef struct spread {
+  void (*fn)(void *context, unsigned part);
+  void *context;
+  unsigned parts;
+  _Atomic unsigned next;
+  aoi__job *job;
+} spread;
+
+typedef struct spread_helper {
+  aoi__task task; /* first: the task is the helper */
+  spread *spread;
+} spread_helper;
+
+/* Takes parts until none is left. */
+static void spread_take(spread *s)
+{
+  for (;;) {
+    unsigned part = atomic_fetch_add_explicit(&s->next, 1,
+                                              memory_order_relaxed);
+    if (part >= s->parts)
+      return;
+    s->fn(s->context, part);
+  }
+}
+
+static void spread_task(aoi__task *t)
+{
+  spread *s = ((spread_helper *)t)->spread;
+  spread_take(s);
+  aoi__job_done(s->job); /* the last touch: s lives on its host's stack */
+}
+
+void aoi__pool_spread(aoi_pool *pool, aoi__job *job, unsigned helpers,
+                      unsigned parts, void (*fn)(void *context, unsigned part),
+                      void *context)
+{
+  spread s = {fn, context, parts, 0, job};
+  if (helpers > AOI__SPREAD_HELPERS)
+    helpers = AOI__SPREAD_HELPERS;
+  if (helpers > parts - 1)
+    helpers = parts > 0 ? parts - 1 : 0;
+  if (self_pool == pool)
+    helpers = 0;
+  spread_helper helper[AOI__SPREAD_HELPERS];
+  for (unsigned i = 0; i < helpers; i++) {
+    helper[i].task = (aoi__task){i + 1 < helpers ? &helper[i + 1].task : NULL,
+                                 spread_task, true};
+    helper[i].spread = &s;
+  }
+  aoi__job_arm(job, helpers);
+  if (helpers > 0)
+    aoi__pool_push(pool, &helper[0].task, &helper[helpers - 1].task, helpers,
+                   true);
+  spread_take(&s);
+  /* Every part is taken; the helpers that found none still touch s. */
+  aoi__job_wait(job);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */

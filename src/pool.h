@@ -70,6 +70,20 @@ void aoi__pool_free(aoi_pool *pool);
 void aoi__pool_push(aoi_pool *pool, aoi__task *first, aoi__task *last,
                     uint32_t count, bool head);
 
+/* The most threads of a pool that aoi__pool_spread asks to help. */
+#define AOI__SPREAD_HELPERS 63u
+
+/* Runs fn(context, part) for every part 0 .. parts - 1 and returns once
+   all are done: the calling thread takes parts as they come, and so do
+   up to `helpers` (at most AOI__SPREAD_HELPERS) of the pool's threads,
+   each a task pushed to the head of its queue. On a thread of the pool
+   itself (a delivery callback's) it runs every part there, since the
+   pool's threads may all be waiting on it. `job` is the caller's, idle;
+   the parts must not wait for each other. */
+void aoi__pool_spread(aoi_pool *pool, aoi__job *job, unsigned helpers,
+                      unsigned parts, void (*fn)(void *context, unsigned part),
+                      void *context);
+
 /* The online cores, at least 1 and at most AOI__MAX_THREADS. */
 unsigned aoi__online_cores(void);
 

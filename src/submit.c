@@ -18,6 +18,11 @@
  * reserves for (an arrival in the shard its position names, a slot in a
  * handoff batch), and moves them when a later move names another shard.
  *
+ * A long aoi_move_many on a world with a pool is spread over the pool's
+ * threads (spread_moves): the lookups and checks in parts of the batch,
+ * then the records by shard, each shard's in the batch's order, so the
+ * queues hold exactly what the moves one by one would have left.
+ *
  * A reference (aoi_ref_of, aoi_move_ref) is a handle and its generation,
  * which every removal bumps, so a reference outlives neither its entity
  * nor the handle's reuse, scrambled by the world's key, so that another
@@ -121,6 +126,10 @@ void aoi__host_free(aoi_world *w)
       memset(q, 0, sizeof(*q));
     }
   aoi__free(a, w->query_ids, sizeof(uint64_t) * w->query_capacity);
+  aoi__free(a, w->spread_moves,
+            sizeof(*w->spread_moves) * w->spread_capacity);
+  aoi__free(a, w->spread_fresh, sizeof(uint32_t) * w->spread_fresh_capacity);
+  aoi__free(a, w->spread_seen, sizeof(uint32_t) * w->spread_seen_capacity);
   aoi__plan *p = &w->plan;
   aoi__free(a, p->xcut, sizeof(double) * w->layout.cols);
   aoi__free(a, p->ycut, sizeof(double) * w->layout.cols * w->layout.rows);
@@ -309,18 +318,18 @@ static void drop_extra(aoi__queue *q, uint32_t i)
   }
 }
 
-/* Handle h's record in the queue of `shard`, made if it had none, now
-   noting that it changes `what` (room reserved by reserve_record): a
-   removal drops everything else it held. */
-static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
-                              uint32_t what)
+/* Handle h's record in the queue of `shard`, made if it had none (and
+   counted in *made), now noting that it changes `what` (room reserved by
+   reserve_record): a removal drops everything else it held. */
+static aoi__record *record_in(aoi_world *w, uint32_t h, unsigned shard,
+                              uint32_t what, uint32_t *made)
 {
   aoi__queue *q = &w->shards[shard].queue;
   uint32_t at = w->queued[h];
   if (at == AOI__NONE) {
     AOI__ASSERT(q->count < q->capacity);
     at = w->queued[h] = q->count++;
-    w->records++;
+    ++*made;
     q->records[at] = (aoi__record){h, AOI__RECORD_JUST_MOVE, 0, 0};
     if (what == AOI__RECORD_REMOVE)
       q->records[at].extra = AOI__RECORD_JUST_REMOVE;
@@ -339,6 +348,13 @@ static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
   else if (what != AOI__RECORD_MOVE)
     new_extra(q, at, what | AOI__RECORD_MOVE);
   return r;
+}
+
+/* record_in, counting a record it makes in the world's total. */
+static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
+                              uint32_t what)
+{
+  return record_in(w, h, shard, what, &w->records);
 }
 
 /* The extra of a record that has one. */
@@ -371,6 +387,22 @@ static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
   unsigned to_worker = aoi__worker_of(w, to);
   if (from_worker != to_worker)
     w->workers[from_worker].handoffs_out[to_worker].bound += (uint32_t)delta;
+}
+
+/* count_handoff for a thread of a spread batch, which shares the bounds
+   with the others (few moves change shard, so the atomics are rare). */
+static void count_handoff_shared(aoi_world *w, unsigned from, unsigned to,
+                                 int delta)
+{
+  if (to == from)
+    return;
+  __atomic_fetch_add(&w->shards[to].arrivals_bound, (uint32_t)delta,
+                     __ATOMIC_RELAXED);
+  unsigned from_worker = aoi__worker_of(w, from);
+  unsigned to_worker = aoi__worker_of(w, to);
+  if (from_worker != to_worker)
+    __atomic_fetch_add(&w->workers[from_worker].handoffs_out[to_worker].bound,
+                       (uint32_t)delta, __ATOMIC_RELAXED);
 }
 
 /* A record of `shard` that named `was` now names `to`: the counted handoff
@@ -556,16 +588,11 @@ int aoi_move(aoi_world *w, uint64_t id, float x, float y)
   return rc != 0 ? rc : move_handle(w, h, x, y);
 }
 
-int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
-                  size_t *done)
+/* aoi_move_many of ops[0] .. ops[n - 1] on the calling thread, the id
+   lookups fetched ahead; *done as aoi_move_many's. */
+static int move_many_here(aoi_world *w, const aoi_move_op *ops, size_t n,
+                          size_t *done)
 {
-  if (done != NULL)
-    *done = 0;
-  if (w == NULL || done == NULL || (ops == NULL && n > 0))
-    return AOI_EINVAL;
-  int busy = aoi__busy(w);
-  if (busy != 0)
-    return busy;
   /* The id lookups are scattered: each is fetched this far ahead, and
      where it starts is kept (moves leave the id map as it is). */
   enum { AHEAD = 32 };
@@ -585,6 +612,308 @@ int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
   }
   *done = n;
   return 0;
+}
+
+/* ---- a batch of moves spread over the pool ------------------------------ */
+
+/* A batch at least this long, on a world with a pool, is spread over the
+   pool's threads: below it the handing out costs more than it saves. */
+#define SPREAD_MOVES 16384u
+/* The most parts a window is cut into. */
+#define SPREAD_PARTS 64u
+/* A handle's mark in spread_seen: the window's stamp above, the part that
+   met it below. */
+#define SPREAD_PART_BITS 6u
+#define SPREAD_STAMPS (UINT32_MAX >> SPREAD_PART_BITS)
+
+/* One window of a spread batch, ops[0] .. ops[count - 1], cut into
+   `parts` parts of consecutive moves. */
+typedef struct spread_window {
+  aoi_world *w;
+  const aoi_move_op *ops;
+  uint32_t count;
+  unsigned parts;
+  uint32_t stamp;
+  unsigned stop_part;  /* the parts that stand: those before the failure */
+  uint32_t stop;       /* the moves that stand: those before the failure */
+  _Atomic bool shared; /* a handle moved in two parts */
+  uint32_t failed[SPREAD_PARTS]; /* per part, its first failure, or count */
+  int rc[SPREAD_PARTS];          /* its error */
+  uint32_t made[SPREAD_PARTS];   /* per part, the records it made */
+} spread_window;
+
+static void spread_bounds(const spread_window *m, unsigned part,
+                          uint32_t *from, uint32_t *to)
+{
+  *from = (uint32_t)((uint64_t)m->count * part / m->parts);
+  *to = (uint32_t)((uint64_t)m->count * (part + 1) / m->parts);
+}
+
+/* Part `part`'s lookups and checks, in aoi_move's order (AOI_ENOENT,
+   AOI_ECOORD), up to its first failure: each move's handle and shard, and
+   the records the part would make in each shard (spread_fresh). A handle
+   met in another part of the window too marks the window `shared`.
+   Reads the host tables only, but for the marks. Two stages, as the
+   entries are scattered: the id lookups fetched AHEAD moves ahead, and
+   each handle's entries LAG moves before they are read. */
+static void spread_look(void *context, unsigned part)
+{
+  spread_window *m = context;
+  aoi_world *w = m->w;
+  uint32_t from, to;
+  spread_bounds(m, part, &from, &to);
+  uint32_t *fresh = w->spread_fresh + (size_t)part * w->shard_count;
+  memset(fresh, 0, sizeof(uint32_t) * w->shard_count);
+  m->failed[part] = m->count;
+  m->rc[part] = 0;
+  uint32_t mark = m->stamp << SPREAD_PART_BITS | part;
+  bool shared = false;
+  enum { AHEAD = 32, LAG = 16 };
+  uint32_t home[AHEAD];
+  for (uint32_t i = from; i < to && i - from < AHEAD; i++)
+    home[i % AHEAD] = aoi__idmap_prefetch(&w->ids, m->ops[i].id);
+  uint32_t end = to; /* the moves looked up: up to the first failure */
+  for (uint32_t i = from; i < end + LAG; i++) {
+    if (i < end) {
+      const aoi_move_op *op = &m->ops[i];
+      uint32_t h = aoi__idmap_get_from(&w->ids, op->id, home[i % AHEAD]);
+      if (i + AHEAD < to)
+        home[i % AHEAD] = aoi__idmap_prefetch(&w->ids, m->ops[i + AHEAD].id);
+      int rc = h == AOI__NONE                         ? AOI_ENOENT
+               : !isfinite(op->x) || !isfinite(op->y) ? AOI_ECOORD
+                                                      : 0;
+      if (rc != 0) {
+        m->failed[part] = i;
+        m->rc[part] = rc;
+        end = i;
+      } else {
+        w->spread_moves[i].handle = h;
+        __builtin_prefetch(&w->host[h]);
+        __builtin_prefetch(&w->location[h]);
+        __builtin_prefetch(&w->queued[h]);
+        __builtin_prefetch(&w->spread_seen[h], 1);
+      }
+    }
+    if (i >= from + LAG && i - LAG < end) {
+      aoi__spread_move *mv = &w->spread_moves[i - LAG];
+      uint32_t h = mv->handle;
+      mv->shard = route(w, h);
+      /* (relaxed: the parts' order is the job's; only the values count) */
+      uint32_t was = __atomic_exchange_n(&w->spread_seen[h], mark,
+                                         __ATOMIC_RELAXED);
+      if (was >> SPREAD_PART_BITS != m->stamp)
+        fresh[mv->shard] += w->queued[h] == AOI__NONE;
+      else if (was != mark)
+        shared = true;
+    }
+  }
+  if (shared)
+    atomic_store_explicit(&m->shared, true, memory_order_relaxed);
+}
+
+/* Part `part`'s records, each shard's new ones from the part's offset in
+   that shard's queue (spread_fresh, made offsets by spread_place), so
+   that every queue ends as the moves one by one would leave it: no
+   handle is in two parts (not `shared`), so each record is one part's. */
+static void spread_record(void *context, unsigned part)
+{
+  spread_window *m = context;
+  aoi_world *w = m->w;
+  uint32_t from, to;
+  spread_bounds(m, part, &from, &to);
+  if (to > m->stop)
+    to = m->stop;
+  uint32_t *at = w->spread_fresh + (size_t)part * w->shard_count;
+  uint32_t made = 0;
+  enum { AHEAD = 16 };
+  for (uint32_t i = from; i < to; i++) {
+    if (i + AHEAD < to)
+      __builtin_prefetch(&w->queued[w->spread_moves[i + AHEAD].handle], 1);
+    aoi__spread_move mv = w->spread_moves[i];
+    aoi__queue *q = &w->shards[mv.shard].queue;
+    unsigned was = mv.shard;
+    aoi__record *r;
+    if (w->queued[mv.handle] == AOI__NONE) {
+      uint32_t k = at[mv.shard]++;
+      w->queued[mv.handle] = k;
+      r = &q->records[k];
+      *r = (aoi__record){mv.handle, AOI__RECORD_JUST_MOVE, 0, 0};
+      made++;
+    } else {
+      was = target_of(w, mv.handle, mv.shard);
+      uint32_t none = 0;
+      r = record_in(w, mv.handle, mv.shard, AOI__RECORD_MOVE, &none);
+    }
+    r->x = m->ops[i].x;
+    r->y = m->ops[i].y;
+    unsigned now = aoi__layout_shard(&w->layout, r->x, r->y);
+    if (was != now) {
+      count_handoff_shared(w, mv.shard, was, -1);
+      count_handoff_shared(w, mv.shard, now, 1);
+    }
+  }
+  m->made[part] = made;
+}
+
+/* Room in every shard's queue for the records the standing parts make,
+   and each part's offset in each queue in place of its count (in the
+   parts' order). A window with a `shared` handle is recorded by one part
+   over all its moves (spread_window.parts 1), so only room is made. */
+static int spread_place(aoi_world *w, spread_window *m)
+{
+  for (unsigned s = 0; s < w->shard_count; s++) {
+    aoi__queue *q = &w->shards[s].queue;
+    uint64_t at = q->count;
+    for (unsigned p = 0; p < m->stop_part; p++) {
+      uint32_t *fresh = &w->spread_fresh[(size_t)p * w->shard_count + s];
+      uint32_t n = *fresh;
+      *fresh = (uint32_t)(at < UINT32_MAX ? at : UINT32_MAX);
+      at += n;
+    }
+    if (at > q->capacity &&
+        (at > UINT32_MAX ||
+         aoi__reserve(&w->allocator, (void **)&q->records, &q->capacity,
+                      (uint32_t)at, sizeof(aoi__record)) != 0))
+      return AOI_ENOMEM;
+  }
+  return 0;
+}
+
+/* The same as spread_record over all the standing moves on this thread,
+   for a window that moves a handle in two parts (room made). */
+static void spread_record_here(aoi_world *w, spread_window *m)
+{
+  for (uint32_t i = 0; i < m->stop; i++) {
+    aoi__spread_move mv = w->spread_moves[i];
+    unsigned was = target_of(w, mv.handle, mv.shard);
+    aoi__record *r = record_of(w, mv.handle, mv.shard, AOI__RECORD_MOVE);
+    r->x = m->ops[i].x;
+    r->y = m->ops[i].y;
+    retarget(w, mv.shard, was, aoi__layout_shard(&w->layout, r->x, r->y));
+  }
+}
+
+/* How many of the pool's threads a batch may ask to help: all of a
+   world's own pool, or of a shared one with nothing queued (one busy with
+   other worlds' ticks would keep the host waiting); 0 when it should not
+   be spread: a short batch, or a pool of fewer than SPREAD_THREADS threads
+   (the two passes cost about twice the work of the moves one by one, which
+   a few threads do not win back). */
+#define SPREAD_THREADS 3u
+static unsigned spread_helpers(const aoi_world *w, size_t n)
+{
+  if (w->pool == NULL || n < SPREAD_MOVES ||
+      w->pool->threads < SPREAD_THREADS)
+    return 0;
+  if (!w->own_pool && atomic_load_explicit(&w->pool->queued,
+                                           memory_order_relaxed) != 0)
+    return 0;
+  return w->pool->threads;
+}
+
+/* The scratch for windows of up to `count` moves in `parts` parts; false
+   when it cannot be had (the batch then runs on the calling thread). */
+static bool spread_scratch(aoi_world *w, uint32_t count, unsigned parts)
+{
+  if (w->spread_seen_capacity < w->handle_capacity) {
+    uint32_t *seen = aoi__calloc(&w->allocator,
+                                 sizeof(uint32_t) * w->handle_capacity);
+    if (seen == NULL)
+      return false;
+    aoi__free(&w->allocator, w->spread_seen,
+              sizeof(uint32_t) * w->spread_seen_capacity);
+    w->spread_seen = seen;
+    w->spread_seen_capacity = w->handle_capacity;
+    w->spread_stamp = 0;
+  }
+  return aoi__reserve(&w->allocator, (void **)&w->spread_moves,
+                      &w->spread_capacity, count,
+                      sizeof(*w->spread_moves)) == 0 &&
+         aoi__reserve(&w->allocator, (void **)&w->spread_fresh,
+                      &w->spread_fresh_capacity,
+                      (uint32_t)parts * w->shard_count, sizeof(uint32_t)) == 0;
+}
+
+/* The next window's stamp: the marks of earlier windows never equal it. */
+static uint32_t spread_stamp(aoi_world *w)
+{
+  if (w->spread_stamp == SPREAD_STAMPS) {
+    memset(w->spread_seen, 0, sizeof(uint32_t) * w->spread_seen_capacity);
+    w->spread_stamp = 0;
+  }
+  return ++w->spread_stamp;
+}
+
+/* aoi_move_many spread over the pool's threads and the calling one
+   (`helpers` of the pool's), a window at a time. */
+static int move_many_spread(aoi_world *w, const aoi_move_op *ops, size_t n,
+                            size_t *done, unsigned helpers)
+{
+  /* A window holds at most a move per handle, and at least SPREAD_MOVES,
+     so the scratch follows the world's size, not the batch's. */
+  uint32_t window = w->handle_capacity > SPREAD_MOVES ? w->handle_capacity
+                                                      : SPREAD_MOVES;
+  unsigned parts = helpers + 1 > SPREAD_PARTS ? SPREAD_PARTS : helpers + 1;
+  if (!spread_scratch(w, n < window ? (uint32_t)n : window, parts))
+    return move_many_here(w, ops, n, done);
+  spread_window m;
+  for (size_t start = 0; start < n; start += m.count) {
+    size_t left = n - start;
+    m = (spread_window){.w = w,
+                        .ops = ops + start,
+                        .count = left < window ? (uint32_t)left : window,
+                        .parts = parts,
+                        .stamp = spread_stamp(w)};
+    atomic_init(&m.shared, false);
+    aoi__pool_spread(w->pool, &w->solo, helpers, parts, spread_look, &m);
+    int rc = 0;
+    m.stop = m.count;
+    m.stop_part = parts;
+    for (unsigned p = 0; p < parts && rc == 0; p++)
+      if ((rc = m.rc[p]) != 0) {
+        m.stop = m.failed[p];
+        m.stop_part = p + 1;
+      }
+    int room = spread_place(w, &m);
+    if (room != 0) {
+      *done = start;
+      return room;
+    }
+    if (atomic_load_explicit(&m.shared, memory_order_relaxed))
+      spread_record_here(w, &m);
+    else if (m.stop > 0) {
+      aoi__pool_spread(w->pool, &w->solo, helpers, m.stop_part,
+                       spread_record, &m);
+      for (unsigned p = 0; p < m.stop_part; p++) {
+        w->records += m.made[p];
+        /* (each part's offsets end where the next part's start) */
+      }
+      for (unsigned sh = 0; sh < w->shard_count; sh++)
+        w->shards[sh].queue.count =
+            w->spread_fresh[(size_t)(m.stop_part - 1) * w->shard_count + sh];
+    }
+    if (rc != 0) {
+      *done = start + m.stop;
+      return rc;
+    }
+  }
+  *done = n;
+  return 0;
+}
+
+int aoi_move_many(aoi_world *w, const aoi_move_op *ops, size_t n,
+                  size_t *done)
+{
+  if (done != NULL)
+    *done = 0;
+  if (w == NULL || done == NULL || (ops == NULL && n > 0))
+    return AOI_EINVAL;
+  int busy = aoi__busy(w);
+  if (busy != 0)
+    return busy;
+  unsigned helpers = spread_helpers(w, n);
+  return helpers > 0 ? move_many_spread(w, ops, n, done, helpers)
+                     : move_many_here(w, ops, n, done);
 }
 
 /* Keeps *high at or above every live value as one goes from `was` to

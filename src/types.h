@@ -590,6 +590,12 @@ typedef struct aoi__plan {
   uint32_t xs_capacity, ys_capacity;
 } aoi__plan;
 
+/* One move of a batch spread over the pool (submit.c): its handle and the
+   shard whose queue gets its record. */
+typedef struct aoi__spread_move {
+  uint32_t handle, shard;
+} aoi__spread_move;
+
 struct aoi_world {
   aoi_config config;
   /* Per move band b: the least dx^2 + dy^2 whose square root is above the
@@ -704,6 +710,16 @@ struct aoi_world {
   uint64_t *query_ids;
   uint32_t query_capacity;
   aoi__plan plan;
+  /* aoi_move_many's scratch for a batch spread over the pool (submit.c):
+     each move's handle and shard, at most one window of moves (the handle
+     capacity's worth); per part of the batch, the records it would make
+     in each shard. */
+  aoi__spread_move *spread_moves;
+  uint32_t spread_capacity;
+  uint32_t *spread_fresh;
+  uint32_t spread_fresh_capacity;
+  uint32_t *spread_seen; /* per handle, the window and part that met it */
+  uint32_t spread_seen_capacity, spread_stamp;
 
   /* stats of the last tick */
   aoi_stats stats;

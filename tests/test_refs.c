@@ -705,6 +705,34 @@ static uint64_t batch_id(uint64_t n, bool spread)
   return spread ? n * 0x9e3779b97f4a7c15ull : n;
 }
 
+/* Ticks both worlds and drains them into got and want (emptied first):
+   whether they told the same events, at least one. */
+static bool tick_alike(aoi_world *many, aoi_world *one, records *got,
+                       records *want)
+{
+  assert_int_equal(aoi_tick(many), 0);
+  assert_int_equal(aoi_tick(one), 0);
+  expect_valid(many);
+  got->count = want->count = 0;
+  drain(many, got);
+  drain(one, want);
+  return want->count > 0 && got->count == want->count &&
+         memcmp(got->items, want->items, sizeof(record) * got->count) == 0;
+}
+
+/* The two worlds' views of `id` are the same. */
+static void expect_same_view(aoi_world *a, aoi_world *b, uint64_t id)
+{
+  uint64_t va[MAX_IDS], vb[MAX_IDS];
+  size_t na = 0, nb = 0;
+  int ra = aoi_view(a, id, va, MAX_IDS, &na);
+  int rb = aoi_view(b, id, vb, MAX_IDS, &nb);
+  assert_int_equal(ra, rb);
+  assert_int_equal(na, nb);
+  if (ra == 0)
+    assert_memory_equal(va, vb, sizeof(uint64_t) * na);
+}
+
 static void test_move_many_is_move(void **state)
 {
   (void)state;
@@ -744,35 +772,205 @@ static void test_move_many_is_move(void **state)
       assert_int_equal(done, fail_at);
       for (size_t i = 0; i < fail_at; i++)
         assert_int_equal(aoi_move(one, ops[i].id, ops[i].x, ops[i].y), 0);
-      assert_int_equal(aoi_tick(many), 0);
-      assert_int_equal(aoi_tick(one), 0);
-      expect_valid(many);
-      got.count = want.count = 0;
-      drain(many, &got);
-      drain(one, &want);
-      assert_true(want.count > 0);
-      if (got.count != want.count ||
-          memcmp(got.items, want.items, sizeof(record) * got.count) != 0)
+      if (!tick_alike(many, one, &got, &want))
         fail_msg("threads %u shards %u, %s ids, tick %d: moving in batches"
                  " gave other events than moving one by one",
                  layouts[l].threads, layouts[l].shards,
                  spread ? "spread" : "counter", t + 1);
     }
-    for (uint64_t id = 1; id <= N; id += 7) {
-      uint64_t a[MAX_IDS], b[MAX_IDS];
-      size_t na = 0, nb = 0;
-      int ra = aoi_view(many, batch_id(id, spread), a, MAX_IDS, &na);
-      int rb = aoi_view(one, batch_id(id, spread), b, MAX_IDS, &nb);
-      assert_int_equal(ra, rb);
-      assert_int_equal(na, nb);
-      if (ra == 0)
-        assert_memory_equal(a, b, sizeof(uint64_t) * na);
-    }
+    for (uint64_t id = 1; id <= N; id += 7)
+      expect_same_view(many, one, batch_id(id, spread));
     records_free(&got);
     records_free(&want);
     aoi_destroy(many);
     aoi_destroy(one);
   }
+}
+
+/* A batch long enough to be spread over the pool's threads (submit.c):
+   the same events and views as the moves one by one, on own pools of 3-8
+   threads and on a shared pool; batches that move each id once, and
+   batches longer than a window that move each id twice (so in two parts
+   of a window); a failure in the second window, and one in the first. */
+static aoi_world *spread_world(unsigned threads, unsigned shards,
+                               aoi_pool *pool)
+{
+  aoi_config c;
+  aoi_config_default(&c);
+  c.threads = threads;
+  c.shards = shards;
+  c.max_x = 1000;
+  c.max_y = 1000;
+  c.max_radius = 50;
+  if (pool != NULL) {
+    c.run = AOI_RUN_POOL;
+    c.pool = pool;
+  } else if (threads == 0) {
+    c.run = AOI_RUN_CALLER;
+    c.threads = 1;
+  }
+  aoi_world *w = NULL;
+  int rc = aoi_create(&c, &w);
+  if (rc != 0)
+    fail_msg("aoi_create (threads %u, shards %u): %s", threads, shards,
+             aoi_strerror(rc));
+  return w;
+}
+
+static void test_move_many_spread(void **state)
+{
+  (void)state;
+  enum { N = 30000, TICKS = 4 };
+  static aoi_move_op ops[2 * N];
+  aoi_pool *pool = NULL;
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 4;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  const struct {
+    unsigned threads, shards;
+    bool shared;
+  } runs[] = {{3, 1, false}, {4, 3, false}, {8, 8, false}, {3, 5, true}};
+  for (size_t run = 0; run < COUNT_OF(runs); run++) {
+    aoi_world *many = spread_world(runs[run].threads, runs[run].shards,
+                                   runs[run].shared ? pool : NULL);
+    aoi_world *one = spread_world(0, 1, NULL);
+    records got = {0}, want = {0};
+    for (uint64_t id = 1; id <= N; id++) {
+      float x = (float)(id * 37 % 1000), y = (float)(id * 61 % 997);
+      unsigned flags = id % 3 == 0 ? AOI_MARKER : WM;
+      uint64_t named = batch_id(id, run % 2 == 1);
+      assert_int_equal(test_add(many, named, x, y, 8, flags, ALL, ALL), 0);
+      assert_int_equal(test_add(one, named, x, y, 8, flags, ALL, ALL), 0);
+    }
+    assert_int_equal(aoi_tick(many), 0);
+    assert_int_equal(aoi_tick(one), 0);
+    for (int t = 0; t < TICKS; t++) {
+      size_t n = 0;
+      /* every id once (each in one part), or twice (in two parts) */
+      for (int pass = 0; pass < 1 + t % 2; pass++)
+        for (uint64_t id = 1; id <= N; id++) {
+          if ((id + (uint64_t)t) % 5 == 0)
+            continue; /* some stand */
+          float x = (float)(id * 37 % 1000) + (float)(pass + t) * 1.5f;
+          float y = (float)(id * 61 % 997) - (float)((id + t) % 4) * 3.0f;
+          if (id % 101 == 0) /* across the map: another shard */
+            x = 1000 - x;
+          ops[n++] = (aoi_move_op){batch_id(id, run % 2 == 1), x, y};
+        }
+      size_t fail_at = n;
+      int want_rc = 0;
+      if (t == 1) { /* in the second window */
+        fail_at = n - 1000;
+        ops[fail_at].id = batch_id(N + 1, run % 2 == 1);
+        want_rc = AOI_ENOENT;
+      } else if (t == 2) { /* in the first */
+        fail_at = 777;
+        ops[fail_at].y = NAN;
+        want_rc = AOI_ECOORD;
+      }
+      size_t done = 0;
+      assert_int_equal(aoi_move_many(many, ops, n, &done), want_rc);
+      assert_int_equal(done, fail_at);
+      for (size_t i = 0; i < fail_at; i++)
+        assert_int_equal(aoi_move(one, ops[i].id, ops[i].x, ops[i].y), 0);
+      expect_valid(many);
+      if (!tick_alike(many, one, &got, &want))
+        fail_msg("threads %u shards %u%s, tick %d: a spread batch gave other"
+                 " events than moving one by one",
+                 runs[run].threads, runs[run].shards,
+                 runs[run].shared ? " (shared pool)" : "", t + 1);
+    }
+    for (uint64_t id = 1; id <= N; id += 997)
+      expect_same_view(many, one, batch_id(id, run % 2 == 1));
+    records_free(&got);
+    records_free(&want);
+    aoi_destroy(many);
+    aoi_destroy(one);
+  }
+  assert_int_equal(aoi_pool_destroy(pool), 0);
+}
+
+/* A spread batch that runs out of memory: each of its first allocations
+   failed in turn (the scratch, whose failure leaves the batch to the
+   calling thread, or, with the scratch warm, a queue's growth, the queues
+   having shrunk over idle ticks), it either moves everything or returns
+   AOI_ENOMEM with the moves before *done standing, and the world goes on
+   as one that made those moves one by one. */
+static void test_move_many_spread_out_of_memory(void **state)
+{
+  (void)state;
+  enum { N = 20000 };
+  static aoi_move_op ops[N];
+  int failures = 0;
+  for (int run = 0; run < 10; run++) {
+    bool warm = run >= 5;
+    long long arm = run % 5 + 1;
+    counter c;
+    counter_reset(&c);
+    aoi_allocator hooks = counting_allocator(&c);
+    aoi_config config;
+    aoi_config_default(&config);
+    config.threads = 4;
+    config.shards = 3;
+    config.max_x = 1000;
+    config.max_y = 1000;
+    config.max_radius = 50;
+    config.allocator = &hooks;
+    aoi_world *w = NULL, *one = spread_world(0, 1, NULL);
+    assert_int_equal(aoi_create(&config, &w), 0);
+    records got = {0}, want = {0};
+    for (uint64_t id = 1; id <= N; id++) {
+      float x = (float)(id * 37 % 1000), y = (float)(id * 61 % 997);
+      assert_int_equal(test_add(w, id, x, y, 8, WM, ALL, ALL), 0);
+      assert_int_equal(test_add(one, id, x, y, 8, WM, ALL, ALL), 0);
+    }
+    assert_int_equal(aoi_tick(w), 0);
+    assert_int_equal(aoi_tick(one), 0);
+    drain(w, &got);
+    drain(one, &want);
+    size_t done = 99;
+    if (warm) { /* a spread batch, then the queues shrink */
+      for (uint64_t id = 1; id <= N; id++)
+        ops[id - 1] = (aoi_move_op){id, (float)(id * 37 % 1000) + 1,
+                                    (float)(id * 61 % 997)};
+      assert_int_equal(aoi_move_many(w, ops, N, &done), 0);
+      for (size_t i = 0; i < N; i++)
+        assert_int_equal(aoi_move(one, ops[i].id, ops[i].x, ops[i].y), 0);
+    }
+    for (int t = 0; t < 11; t++) { /* to the second shrink (tick.c) */
+      assert_int_equal(aoi_tick(w), 0);
+      assert_int_equal(aoi_tick(one), 0);
+    }
+    got.count = want.count = 0;
+    drain(w, &got);
+    drain(one, &want);
+    for (uint64_t id = 1; id <= N; id++)
+      ops[id - 1] = (aoi_move_op){id, (float)(id * 37 % 1000) + 2,
+                                  (float)(id * 61 % 997)};
+    counter_arm(&c, arm, COUNTER_ONWARD);
+    int rc = aoi_move_many(w, ops, N, &done);
+    counter_disarm(&c);
+    if (rc == 0)
+      assert_int_equal(done, N);
+    else {
+      assert_int_equal(rc, AOI_ENOMEM);
+      assert_true(done < N);
+      failures++;
+    }
+    for (size_t i = 0; i < done; i++)
+      assert_int_equal(aoi_move(one, ops[i].id, ops[i].x, ops[i].y), 0);
+    expect_valid(w);
+    if (!tick_alike(w, one, &got, &want) && (got.count | want.count) != 0)
+      fail_msg("arm %lld%s: the world after AOI_ENOMEM told other events",
+               arm, warm ? ", warm" : "");
+    records_free(&got);
+    records_free(&want);
+    aoi_destroy(w);
+    aoi_destroy(one);
+    assert_int_equal(atomic_load(&c.live_bytes), 0);
+  }
+  assert_true(failures > 0); /* (the failing paths ran) */
 }
 
 int main(void)
@@ -787,6 +985,8 @@ int main(void)
       cmocka_unit_test(test_move_ref_out_of_memory),
       cmocka_unit_test(test_move_many_errors),
       cmocka_unit_test(test_move_many_is_move),
+      cmocka_unit_test(test_move_many_spread),
+      cmocka_unit_test(test_move_many_spread_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
