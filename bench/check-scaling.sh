@@ -29,9 +29,10 @@ n=$(grep -c '^| threads | tick ms | speedup | work ms | span ms | predicted |' \
   "$tmp/out")
 [ "$n" -eq 3 ] || { echo "check-scaling: $n table headers, expected 3" >&2; fail=1; }
 # a row: threads, then tick, speedup, work, span, predicted and work ratio
-# as numbers (an x after the ratios), os threads, the tick with clocks on
+# as numbers (an x after the ratios), os threads, the tick with clocks on,
+# the frame and its speedup
 value='[0-9][0-9.]*x?'
-row="^\\| [12] \\| $value \\| $value \\| $value \\| $value \\| $value \\| $value \\| ([0-9]+|-) \\| $value \\|\$"
+row="^\\| [12] \\| $value \\| $value \\| $value \\| $value \\| $value \\| $value \\| ([0-9]+|-) \\| $value \\| $value \\| $value \\|\$"
 n=$(grep -c -E "$row" "$tmp/out")
 [ "$n" -eq 6 ] || { echo "check-scaling: $n well-formed rows, expected 6" >&2; fail=1; }
 if [ "$fail" -ne 0 ]; then

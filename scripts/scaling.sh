@@ -4,6 +4,7 @@
 #
 # usage: scripts/scaling.sh [--entities N] [--ticks N] [--threads LIST]
 #                           [--build DIR] [--instance-shards N] [--seed N]
+#                           [--batch]
 #
 # The workloads, each run once per thread count T of --threads (default
 # 1,2,4,8,16,32):
@@ -15,7 +16,9 @@
 #               default N), on one pool of T threads, ticked together by
 #               aoi_tick_many (aoi-bench --worlds), one lane each;
 #               --instance-shards shards each (default 1)
-# The hotspot warms up for 20 ticks before it is timed: its crowd gathers,
+# With --batch, each tick's moves go to the engine in one aoi_move_many
+# (aoi-bench --batch), which a pool of 3 threads or more spreads over its
+# threads. The hotspot warms up for 20 ticks before it is timed: its crowd gathers,
 # and the shard cuts follow it every 16 ticks (the library's
 # rebalance_interval), so a run timed from the start would mostly time
 # shards the rebalancer had not yet evened.
@@ -35,6 +38,8 @@
 #                threads (many worlds deliver on the pool's)
 #   tick, clocks on   the median tick of the run with the CPU clocks on:
 #                near the first tick column unless the clocks cost much
+#   frame ms     the median frame (submit + tick + delivery), clocks off
+#   frame speedup  the first row's frame / this row's
 # The first row is the first of --threads, 1 by default. Needs only a
 # POSIX shell, sed and awk; aoi-bench must be built (--build, default
 # build).
@@ -46,6 +51,7 @@ threads=1,2,4,8,16,32
 build=build
 instance_shards=1
 seed=12345
+batch=
 
 die() {
   echo "scaling: $*" >&2
@@ -76,6 +82,10 @@ while [ $# -gt 0 ]; do
     --seed) number "$1" "$2"; seed=$2 ;;
     esac
     shift 2
+    ;;
+  --batch)
+    batch=--batch
+    shift
     ;;
   -h | --help)
     usage
@@ -136,7 +146,8 @@ key() {
 run() {
   out=$1
   shift
-  if ! "$bench" --json --no-baseline "$@" >"$out" 2>"$tmp/err"; then
+  # shellcheck disable=SC2086
+  if ! "$bench" --json --no-baseline $batch "$@" >"$out" 2>"$tmp/err"; then
     echo "scaling: $bench $* failed:" >&2
     cat "$tmp/err" >&2
     exit 1
@@ -159,14 +170,14 @@ workload() {
     echo "$(key threads "$tmp/off") $(key tick_ms_median "$tmp/off")" \
       "$(key work_ms_median "$tmp/on") $(key span_ms_median "$tmp/on")" \
       "$(key os_threads "$tmp/on") $(key tick_ms_median "$tmp/on")" \
-      >>"$tmp/rows"
+      "$(key frame_ms_median "$tmp/off")" >>"$tmp/rows"
   done
   echo
   echo "### $title"
   echo
   echo "| threads | tick ms | speedup | work ms | span ms | predicted |" \
-    "work ratio | os threads | tick, clocks on |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    "work ratio | os threads | tick, clocks on | frame ms | frame speedup |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   awk '
     function ms(x) {
       if (x == "null" || x == "") return "-"
@@ -178,15 +189,16 @@ workload() {
       if (a == "null" || b == "null" || b + 0 <= 0) return "-"
       return sprintf("%.2fx", a / b)
     }
-    NR == 1 { tick1 = $2; work1 = $3 }
+    NR == 1 { tick1 = $2; work1 = $3; frame1 = $7 }
     {
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,
-             ms($2), times(tick1, $2), ms($3), ms($4), times(tick1, $4),
-             times($3, work1), ($5 == "null" ? "-" : $5), ms($6)
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+             $1, ms($2), times(tick1, $2), ms($3), ms($4), times(tick1, $4),
+             times($3, work1), ($5 == "null" ? "-" : $5), ms($6), ms($7),
+             times(frame1, $7)
     }' "$tmp/rows"
   echo
   echo '```sh'
-  echo "$bench --json --no-baseline $* --threads T --shards" \
+  echo "$bench --json --no-baseline${batch:+ $batch} $* --threads T --shards" \
     "$([ "$shards" = threads ] && echo T || echo "$shards")" \
     "--ticks $ticks --seed $seed --measure-cpu off|on"
   echo '```'
