@@ -424,11 +424,10 @@ typedef struct wire {
   unsigned world; /* the world being delivered */
 } wire;
 
-static void wire_take(void *user, uint64_t watcher, uint64_t tag,
-                      const aoi_event *events, size_t count)
+/* Room for a watcher's `count` events at the end of the wire, noted as
+   the watcher's; the caller writes them there. */
+static aoi_event *wire_room(wire *out, uint64_t watcher, size_t count)
 {
-  (void)tag;
-  wire *out = user;
   if (out->count + count > out->capacity) {
     out->capacity = (out->count + count) * 2;
     out->events = bench_realloc(out->events, out->capacity, sizeof(aoi_event));
@@ -438,11 +437,37 @@ static void wire_take(void *user, uint64_t watcher, uint64_t tag,
     out->watchers = bench_realloc(out->watchers, out->watcher_capacity,
                                   sizeof(uint64_t));
   }
-  memcpy(out->events + out->count, events, sizeof(aoi_event) * count);
   out->watchers[out->watcher_count++] = out->world;
   out->watchers[out->watcher_count++] = watcher;
   out->watchers[out->watcher_count++] = out->count;
+  aoi_event *room = out->events + out->count;
   out->count += count;
+  return room;
+}
+
+static void wire_take(void *user, uint64_t watcher, uint64_t tag,
+                      const aoi_event *events, size_t count)
+{
+  (void)tag;
+  memcpy(wire_room(user, watcher, count), events, sizeof(aoi_event) * count);
+}
+
+/* aoi_deliver_slots's callback: each event built into the wire from the
+   entity table, the bytes wire_take copies from aoi_deliver's expansion. */
+static void wire_take_slots(void *user, const aoi_slot_events *e)
+{
+  size_t count = (size_t)e->leaves + e->enters + e->moves;
+  aoi_event *to = wire_room(user, e->watcher, count);
+  const uint32_t *slot = e->slots;
+  for (uint32_t i = 0; i < e->leaves; i++)
+    to[i] = (aoi_event){e->table[slot[i]].id, e->tags[slot[i]], 0, 0,
+                        AOI_LEAVE, e->tick};
+  for (uint32_t i = e->leaves; i < count; i++) {
+    const aoi_slot *s = &e->table[slot[i]];
+    to[i] = (aoi_event){s->id, e->tags[slot[i]], s->x, s->y,
+                        i < e->leaves + e->enters ? AOI_ENTER : AOI_MOVE,
+                        e->tick};
+  }
 }
 
 /* One segment of one world to deliver. */
@@ -461,6 +486,7 @@ typedef struct delivery {
   delivery_job *jobs;
   size_t job_count;
   unsigned threads;
+  int slots;            /* by aoi_deliver_slots */
   aoi_world **many;     /* the worlds, for aoi_deliver_many; or NULL */
   unsigned many_count;
   int *results;
@@ -484,9 +510,14 @@ static void deliver_share(delivery *d, unsigned index)
   out->count = out->watcher_count = 0;
   for (size_t j = index; j < d->job_count; j += d->threads) {
     out->world = d->jobs[j].world;
-    check(aoi_deliver(d->worlds[out->world].world, d->jobs[j].segment,
-                      wire_take, out),
-          "aoi_deliver");
+    aoi_world *w = d->worlds[out->world].world;
+    if (d->slots)
+      check(aoi_deliver_slots(w, d->jobs[j].segment, wire_take_slots,
+                              wire_take, out),
+            "aoi_deliver_slots");
+    else
+      check(aoi_deliver(w, d->jobs[j].segment, wire_take, out),
+            "aoi_deliver");
   }
 }
 
@@ -1073,6 +1104,7 @@ static void run_engine(const bench_options *o, const scenario_result *s,
   delivery deliver;
   delivery_init(&deliver, wr, count, lockstep ? 1 : lanes,
                 count > 1 ? worlds : NULL, lanes);
+  deliver.slots = o->slots;
   char label[96], worlds_label[32] = "";
   if (count > 1)
     snprintf(worlds_label, sizeof(worlds_label), " worlds=%u", count);
@@ -1526,6 +1558,10 @@ static void usage(FILE *out)
       "                     (JSON: refs)\n"
       "  --batch            the engine's moves by id, each tick's run of\n"
       "                     them in one aoi_move_many (JSON: batch)\n"
+      "  --slots            delivery by aoi_deliver_slots (one world): each\n"
+      "                     event built into the wire buffer from the\n"
+      "                     entity table, the same bytes aoi_deliver\n"
+      "                     copies (JSON: slots)\n"
       "  --sparse-ids       ids spread over 64 bits instead of 1, 2, 3 ...,\n"
       "                     so the id map hashes them (JSON: sparse_ids)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
@@ -1827,6 +1863,7 @@ static void parse_options(int argc, char **argv, bench_options *o)
                     strcmp(flag, "--force-brute") == 0 ||
                     strcmp(flag, "--refs") == 0 ||
                     strcmp(flag, "--batch") == 0 ||
+                    strcmp(flag, "--slots") == 0 ||
                     strcmp(flag, "--sparse-ids") == 0 ||
                     strcmp(flag, "--no-baseline") == 0;
     if (is_switch) {
@@ -1844,6 +1881,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
         o->refs = 1;
       else if (strcmp(flag, "--batch") == 0)
         o->batch = 1;
+      else if (strcmp(flag, "--slots") == 0)
+        o->slots = 1;
       else if (strcmp(flag, "--sparse-ids") == 0)
         o->sparse_ids = 1;
       else {
@@ -1989,6 +2028,9 @@ static void parse_options(int argc, char **argv, bench_options *o)
     usage_error("--worlds: %" PRIu32 " entities do not split into %u worlds"
                 " of equal size (--entities must be a multiple of --worlds)",
                 o->entities, o->worlds);
+  if (o->worlds > 1 && o->slots)
+    usage_error("--slots delivers one world by aoi_deliver_slots: not with"
+                " --worlds %u", o->worlds);
   if (o->worlds > 1) {
     /* the algorithms run one world: the engine runs alone */
     if (baseline_given || o->verify)

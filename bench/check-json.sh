@@ -13,7 +13,8 @@
 # algorithm's keys (algo_NAME_*), numbers for those --baseline ran and null
 # for the others, and "baseline" names the first. "refs" is false, but
 # true in a run with --refs, whose checksums must equal those of the same
-# run without it (moves by reference are moves); likewise "batch", and
+# run without it (moves by reference are moves); likewise "batch" and
+# "slots" (delivery by aoi_deliver_slots), and
 # "pin" with --pin on (workers bound to CPUs). A run
 # with --sparse-ids says so and agrees with its baseline. Where python3 exists,
 # every line must also parse as JSON. No timing is checked.
@@ -74,6 +75,8 @@ check() {
   [ "$n" -eq "$want" ] || { echo "check-json: bad refs key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"batch":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad batch key" >&2; fail=1; }
+  n=$(grep -c -E '[{,]"slots":(true|false)[,}]' "$file")
+  [ "$n" -eq "$want" ] || { echo "check-json: bad slots key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"pin":(true|false)[,}]' "$file")
   [ "$n" -eq "$want" ] || { echo "check-json: bad pin key" >&2; fail=1; }
   n=$(grep -c -E '[{,]"sparse_ids":(true|false)[,}]' "$file")
@@ -224,6 +227,7 @@ same_moves() {
 }
 same_moves refs
 same_moves batch
+same_moves slots # (a delivery, not moves: the same events all the same)
 
 # Workers bound to CPUs (--pin on) give the same events, and say so.
 run_json "$tmp/pin" "the --pin on run" --pin on --scenario churn,flood,teleport \

@@ -230,6 +230,9 @@ void report_human(const bench_options *o, const scenario_result *s)
   if (o->batch)
     printf("  batch       the engine's moves by id, each tick's in one"
            " aoi_move_many\n");
+  if (o->slots)
+    printf("  slots       delivery by aoi_deliver_slots: each event built into"
+           " the wire from the entity table\n");
   if (o->sparse_ids)
     printf("  ids         spread over 64 bits (n x 0x9e3779b97f4a7c15),"
            " hashed by the id map\n");
@@ -413,6 +416,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_bool(&j, "pin", o->pin);
   json_bool(&j, "sparse_ids", o->sparse_ids);
   json_bool(&j, "batch", o->batch);
+  json_bool(&j, "slots", o->slots);
   json_number(&j, "appeal_share", o->appeal_share);
   json_number(&j, "appeal_radius", o->appeal_radius);
   json_uint(&j, "cap", o->cap);

@@ -32,6 +32,7 @@ typedef struct bench_options {
   int refs; /* --refs: the engine's moves go through aoi_move_ref */
   const char *dump_ops; /* --dump-ops FILE, or NULL */
   int batch; /* --batch: the engine's moves go through aoi_move_many */
+  int slots; /* --slots: delivery through aoi_deliver_slots */
   int sparse_ids; /* --sparse-ids: ids spread over 64 bits */
   int pin;        /* --pin on: aoi_config.pin_threads */
   /* --worlds: that many worlds of entities / worlds each, on one pool;

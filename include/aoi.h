@@ -428,6 +428,50 @@ AOI_EXPORT int aoi_deliver_many(aoi_world *const *worlds, size_t n,
                                 aoi_deliver_fn fn, void *user,
                                 int *results);
 
+/* Delivery without copies. aoi_deliver expands every event into an
+   aoi_event (32 bytes) before the callback sees it; aoi_deliver_slots
+   hands over what the tick wrote instead: a watcher's events as slots,
+   4-byte indexes into the world's entity table, which holds every
+   entity's id and position as the last tick left them, and its tags. A
+   host that encodes its own packets reads each entity from the table, and
+   an entity seen by many watchers is read from the same line by each.
+   docs/usage.md, "Delivery", says which to use. */
+typedef struct aoi_slot {
+  uint64_t id;
+  float x, y;            /* its position after the last tick */
+  uint32_t internal[2];  /* the engine's; not for the host */
+} aoi_slot;
+
+/* One watcher's events of the last tick, for aoi_deliver_slots. Every
+   pointer is valid during the callback only. */
+typedef struct aoi_slot_events {
+  uint64_t watcher, watcher_tag;
+  const aoi_slot *table; /* the entities, by slot */
+  const uint64_t *tags;  /* their tags, by slot */
+  /* leaves, then enters, then moves, each group by entity id ascending:
+     the events aoi_deliver gives as aoi_events, in the same order. A
+     leave's entity is table[slot].id with tag tags[slot]; its x, y are not
+     the event's (a leave has no position). An enter's or a move's
+     position is table[slot].x, y. */
+  const uint32_t *slots;
+  uint32_t leaves, enters, moves;
+  uint32_t tick; /* the tick that produced them (aoi_event.tick) */
+} aoi_slot_events;
+
+typedef void (*aoi_deliver_slots_fn)(void *user,
+                                     const aoi_slot_events *events);
+
+/* aoi_deliver of `segment`, with every watcher whose events are all of
+   the last tick handed to `fn` as slots, unexpanded. A watcher that also
+   has events of earlier ticks (an outbox that was not delivered: after
+   an AOI_ENOMEM, or a host that skipped a delivery) gets them all,
+   expanded, through `backlog_fn`, as aoi_deliver gives them. The same
+   threads rule and checks as aoi_deliver (AOI_EINVAL also for a NULL fn
+   or backlog_fn); AOI_ENOMEM only on the backlog path. */
+AOI_EXPORT int aoi_deliver_slots(aoi_world *world, unsigned segment,
+                                 aoi_deliver_slots_fn fn,
+                                 aoi_deliver_fn backlog_fn, void *user);
+
 /* Takes every undelivered event of watcher `id`, oldest tick first, and
    empties its outbox: the path by id, for hosts that do not use segments.
    *events is borrowed until the next aoi_tick, aoi_remove of this id, or

@@ -2,7 +2,8 @@
  * outbox.c: delivery. A tick leaves each worker's events in its segment, as
  * compact records (see aoi__segment in types.h); the host takes them out
  * with aoi_deliver, one segment per host thread if it likes, or by id with
- * aoi_drain. A watcher's outbox is its backlog: the events of earlier ticks
+ * aoi_drain; aoi_deliver_slots hands a record's handles over as they are,
+ * with the marks as the table they index (aoi_slot is aoi__mark). A watcher's outbox is its backlog: the events of earlier ticks
  * that nobody took before the next tick began, expanded there in full
  * (aoi__segments_settle), so that a host that drains late loses nothing.
  *
@@ -19,6 +20,7 @@
  */
 #include "internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,25 +316,73 @@ unsigned aoi_delivery_segments(const aoi_world *w)
   return w == NULL ? 0 : w->threads;
 }
 
+/* Where a delivery hands the events: `fn`, expanded, or with `slots` the
+   events of the last tick alone unexpanded (aoi_deliver_slots), `fn`
+   taking those with a backlog. */
+typedef struct deliver_to {
+  aoi_deliver_fn fn;
+  aoi_deliver_slots_fn slots;
+  void *user;
+} deliver_to;
+
+/* The slot table is the marks: the public aoi_slot is the same record. */
+_Static_assert(sizeof(aoi_slot) == sizeof(aoi__mark) &&
+                   offsetof(aoi_slot, id) == offsetof(aoi__mark, id) &&
+                   offsetof(aoi_slot, x) == offsetof(aoi__mark, x) &&
+                   offsetof(aoi_slot, y) == offsetof(aoi__mark, y),
+               "aoi_slot is aoi__mark");
+
+/* Hands watcher h's record rec, the last tick's events alone, to `to` as
+   slots. */
+static void deliver_slots_one(aoi_world *w, uint32_t h, const uint32_t *rec,
+                              const deliver_to *to)
+{
+  aoi__record_head head = aoi__record_read(rec);
+  const uint32_t *hs = rec + head.header;
+  if (head.view) { /* enters only: the watcher's view */
+    const aoi__location *at = &w->location[h];
+    hs = w->shards[at->shard].entities[at->slot].view.handles;
+  }
+  if (head.nl + head.ne + head.nm == 0)
+    return;
+  aoi_slot_events events = {w->mark[h].id,
+                            w->tag[h],
+                            (const aoi_slot *)w->mark,
+                            w->tag,
+                            hs,
+                            head.nl,
+                            head.ne,
+                            head.nm,
+                            (uint32_t)w->tick};
+  to->slots(to->user, &events);
+}
+
 /* Hands watcher h's events (backlog first, then its live record rec, if
-   any) to fn. Without `backlogs` (no outbox holds an event) the outbox is
-   not read. */
+   any) to `to`. Without `backlogs` (no outbox holds an event) the outbox
+   is not read. */
 static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
                               uint32_t *rec, bool backlogs,
-                              aoi_deliver_fn fn, void *user)
+                              const deliver_to *to)
 {
   aoi__outbox *o = &w->outbox[h];
   const aoi_event *events;
   uint32_t n;
   if (rec != NULL && (!backlogs || o->count == 0)) {
-    /* the usual case: this tick's events only, laid out in the scratch */
+    /* the usual case: this tick's events only */
+    seg->taken++; /* (aoi_deliver moves seg->delivered past it) */
+    if (to->slots != NULL) {
+      deliver_slots_one(w, h, rec, to);
+      return 0;
+    }
+    /* laid out in the scratch */
     n = record_events(rec);
     if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
-                     &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
+                     &seg->scratch_capacity, n, sizeof(aoi_event)) != 0) {
+      seg->taken--;
       return AOI_ENOMEM;
+    }
     expand(w, rec, (uint32_t)w->tick, seg->scratch);
     events = seg->scratch;
-    seg->taken++; /* (aoi_deliver moves seg->delivered past it) */
   } else {
     /* a backlog: this tick's events, if any, go after it */
     if (rec != NULL && record_append(w, seg, h, rec) != 0)
@@ -344,7 +394,7 @@ static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
                                     shared) */
     o->count = 0;
   if (n > 0)
-    fn(user, w->mark[h].id, w->tag[h], events, n);
+    to->fn(to->user, w->mark[h].id, w->tag[h], events, n);
   return 0;
 }
 
@@ -354,12 +404,11 @@ static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
 static _Thread_local const aoi_world *delivering_here;
 
 static int deliver_segment(aoi_world *w, aoi__segment *seg,
-                           aoi_deliver_fn fn, void *user);
+                           const deliver_to *to);
 
-int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
+/* aoi_deliver and aoi_deliver_slots, after their NULL checks. */
+static int deliver(aoi_world *w, unsigned segment, const deliver_to *to)
 {
-  if (w == NULL || fn == NULL)
-    return AOI_EINVAL;
   if (w->in_flight || delivering_here == w)
     return AOI_EBUSY;
   if (segment >= w->threads)
@@ -374,7 +423,7 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   }
   const aoi_world *outer = delivering_here;
   delivering_here = w;
-  int rc = deliver_segment(w, seg, fn, user);
+  int rc = deliver_segment(w, seg, to);
   delivering_here = outer;
   /* release: the next claimant sees this delivery's writes */
   atomic_store_explicit(&seg->claimed, false, memory_order_release);
@@ -382,9 +431,24 @@ int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
   return rc;
 }
 
+int aoi_deliver(aoi_world *w, unsigned segment, aoi_deliver_fn fn, void *user)
+{
+  if (w == NULL || fn == NULL)
+    return AOI_EINVAL;
+  return deliver(w, segment, &(deliver_to){fn, NULL, user});
+}
+
+int aoi_deliver_slots(aoi_world *w, unsigned segment, aoi_deliver_slots_fn fn,
+                      aoi_deliver_fn backlog_fn, void *user)
+{
+  if (w == NULL || fn == NULL || backlog_fn == NULL)
+    return AOI_EINVAL;
+  return deliver(w, segment, &(deliver_to){backlog_fn, fn, user});
+}
+
 /* Delivers the claimed segment `seg` (aoi_deliver). */
 static int deliver_segment(aoi_world *w, aoi__segment *seg,
-                           aoi_deliver_fn fn, void *user)
+                           const deliver_to *to)
 {
   /* An outbox that holds events is on the backlog list, and a record is
      dead by its watcher's removal only after a removal since the tick
@@ -395,7 +459,7 @@ static int deliver_segment(aoi_world *w, aoi__segment *seg,
   while (seg->backlog_count > 0) {
     /* (one with a record this tick is delivered with it, below) */
     uint32_t h = w->assigned[tail - seg->backlog_count];
-    int rc = deliver_one(w, seg, h, NULL, true, fn, user);
+    int rc = deliver_one(w, seg, h, NULL, true, to);
     if (rc != 0)
       return rc;
     seg->backlog_count--;
@@ -422,7 +486,7 @@ static int deliver_segment(aoi_world *w, aoi__segment *seg,
         __builtin_prefetch(&w->mark[after[head.header + j]]);
     }
     if (record_live(w, seg, at)) {
-      int rc = deliver_one(w, seg, h, rec, backlogs, fn, user);
+      int rc = deliver_one(w, seg, h, rec, backlogs, to);
       if (rc != 0)
         return rc;
     }

@@ -9,7 +9,10 @@
  * ThreadSanitizer build runs it: the delivery threads share the world.
  * Also: a watcher with more than 1023 events of one kind in a tick (its
  * record takes the long header) gets each of them, delivered or drained
- * from its outbox after a tick nobody delivered.
+ * from its outbox after a tick nobody delivered. The same runs deliver
+ * through aoi_deliver_slots too, each watcher's slots expanded here as
+ * aoi_deliver would (the backlogs of the skipped ticks through its
+ * backlog callback).
  *
  * Only the main thread calls cmocka's asserts; delivery threads record.
  */
@@ -58,6 +61,7 @@ typedef struct side {
   inbox inboxes[ENTITIES];
   bool twice[ENTITIES]; /* a watcher delivered twice in one round */
   bool delivered[ENTITIES];
+  bool slots; /* delivered through aoi_deliver_slots */
 } side;
 
 /* Whether the watcher and every event carry their entity's tag. */
@@ -87,6 +91,28 @@ static void take(void *user, uint64_t watcher, uint64_t tag,
   inbox_push(&s->inboxes[watcher], events, count);
 }
 
+/* aoi_deliver_slots's callback: the slots expanded as aoi_deliver does. */
+static void take_slots(void *user, const aoi_slot_events *e)
+{
+  aoi_event events[3 * ENTITIES];
+  uint32_t n = e->leaves + e->enters + e->moves;
+  if (n > 3 * ENTITIES || n == 0) {
+    ((side *)user)->twice[0] = true; /* reported on the main thread */
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const aoi_slot *slot = &e->table[e->slots[i]];
+    aoi_event_kind kind = i < e->leaves                ? AOI_LEAVE
+                          : i < e->leaves + e->enters ? AOI_ENTER
+                                                      : AOI_MOVE;
+    bool leave = kind == AOI_LEAVE;
+    events[i] = (aoi_event){slot->id, e->tags[e->slots[i]],
+                            leave ? 0 : slot->x, leave ? 0 : slot->y, kind,
+                            e->tick};
+  }
+  take(user, e->watcher, e->watcher_tag, events, n);
+}
+
 typedef struct job {
   side *s;
   unsigned segment;
@@ -96,7 +122,10 @@ typedef struct job {
 static void *deliver_thread(void *arg)
 {
   job *j = arg;
-  j->rc = aoi_deliver(j->s->world, j->segment, take, j->s);
+  j->rc = j->s->slots
+              ? aoi_deliver_slots(j->s->world, j->segment, take_slots, take,
+                                  j->s)
+              : aoi_deliver(j->s->world, j->segment, take, j->s);
   return NULL;
 }
 
@@ -159,11 +188,12 @@ static uint64_t next(uint64_t *state)
 }
 
 static void test_parallel_equals_drain(unsigned threads, unsigned shards,
-                                       uint64_t seed)
+                                       uint64_t seed, bool slots)
 {
   side *a = calloc(1, sizeof(side)), *b = calloc(1, sizeof(side));
   assert_non_null(a);
   assert_non_null(b);
+  a->slots = slots;
   aoi_config config;
   aoi_config_default(&config);
   config.threads = threads;
@@ -268,8 +298,7 @@ static void test_parallel_equals_drain(unsigned threads, unsigned shards,
                q->count);
     for (size_t j = 0; j < p->count; j++) {
       const aoi_event *e = &p->events[j], *f = &q->events[j];
-      if (e->id != f->id || e->kind != f->kind || e->tick != f->tick ||
-          e->x != f->x || e->y != f->y)
+      if (memcmp(e, f, sizeof(*e)) != 0)
         fail_msg("watcher %u, event %zu: delivered %u %llu, drained %u %llu",
                  i, j, e->kind, (unsigned long long)e->id, f->kind,
                  (unsigned long long)f->id);
@@ -286,16 +315,20 @@ static void test_parallel_equals_drain(unsigned threads, unsigned shards,
 static void test_one_thread(void **state)
 {
   (void)state;
-  test_parallel_equals_drain(1, 1, 1);
-  test_parallel_equals_drain(1, 4, 2);
+  for (int slots = 0; slots < 2; slots++) {
+    test_parallel_equals_drain(1, 1, 1, slots);
+    test_parallel_equals_drain(1, 4, 2, slots);
+  }
 }
 
 static void test_many_threads(void **state)
 {
   (void)state;
-  test_parallel_equals_drain(2, 2, 3);
-  test_parallel_equals_drain(3, 7, 4);
-  test_parallel_equals_drain(4, 16, 5);
+  for (int slots = 0; slots < 2; slots++) {
+    test_parallel_equals_drain(2, 2, 3, slots);
+    test_parallel_equals_drain(3, 7, 4, slots);
+    test_parallel_equals_drain(4, 16, 5, slots);
+  }
 }
 
 /* What watcher 0 got: its events, by kind, each marker once. */
@@ -422,8 +455,18 @@ static void test_arguments(void **state)
   assert_int_equal(aoi_deliver(w, 0, NULL, NULL), AOI_EINVAL);
   assert_int_equal(aoi_deliver(w, 2, take, NULL), AOI_EINVAL);
   assert_int_equal(aoi_deliver(w, 1, take, NULL), 0); /* nothing yet */
+  assert_int_equal(aoi_deliver_slots(NULL, 0, take_slots, take, NULL),
+                   AOI_EINVAL);
+  assert_int_equal(aoi_deliver_slots(w, 0, NULL, take, NULL), AOI_EINVAL);
+  assert_int_equal(aoi_deliver_slots(w, 0, take_slots, NULL, NULL),
+                   AOI_EINVAL);
+  assert_int_equal(aoi_deliver_slots(w, 2, take_slots, take, NULL),
+                   AOI_EINVAL);
+  assert_int_equal(aoi_deliver_slots(w, 1, take_slots, take, NULL), 0);
   assert_int_equal(aoi_tick_begin(w), 0);
   assert_int_equal(aoi_deliver(w, 0, take, NULL), AOI_EBUSY);
+  assert_int_equal(aoi_deliver_slots(w, 0, take_slots, take, NULL),
+                   AOI_EBUSY);
   assert_int_equal(aoi_tick_end(w), 0);
   aoi_destroy(w);
 }

@@ -409,6 +409,11 @@ static void deliver_noop(void *user, uint64_t watcher, uint64_t tag,
   (void)user, (void)watcher, (void)tag, (void)events, (void)count;
 }
 
+static void deliver_slots_noop(void *user, const aoi_slot_events *events)
+{
+  (void)user, (void)events;
+}
+
 #define REENTER(r, call)                                                      \
   do {                                                                        \
     if ((call) != AOI_EBUSY && (r)->wrong_line == 0)                          \
@@ -450,6 +455,7 @@ static void deliver_reentering(void *user, uint64_t watcher, uint64_t tag,
   REENTER(r, aoi_pending(w, &pending, &n));
   REENTER(r, aoi_deliver(w, 0, deliver_noop, NULL));
   REENTER(r, aoi_deliver(w, 1, deliver_noop, NULL));
+  REENTER(r, aoi_deliver_slots(w, 0, deliver_slots_noop, deliver_noop, NULL));
   REENTER(r, aoi_query_circle(w, 50, 50, 10, ALL, ids, 4, &n));
   REENTER(r, aoi_view(w, watcher, ids, 4, &n));
   REENTER(r, aoi_watchers_of(w, watcher, ids, 4, &n));
