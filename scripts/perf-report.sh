@@ -99,11 +99,16 @@ find_yardstick() {
 # Every run of the set, into $out.
 run_set() {
   # The headline: the yardstick right before and right after the engine.
-  for n in 100000 20000; do
+  # The frame is timed twice: delivered by aoi_deliver, and by
+  # aoi_deliver_slots (--slots), the path for servers that encode their
+  # own packets.
+  for n in 100000 20000 5000; do
     yard "yard-$n-1-before" "$n" 1
     yard "yard-$n-2-before" "$n" 2
     run "uniform-$n" --scenario uniform --entities "$n" --threads 1,2 \
       --ticks "$ticks" --seed "$seed"
+    run "uniform-slots-$n" --scenario uniform --entities "$n" \
+      --threads 1,2 --ticks "$ticks" --seed "$seed" --slots --no-baseline
     yard "yard-$n-1-after" "$n" 1
     yard "yard-$n-2-after" "$n" 2
   done
@@ -124,6 +129,13 @@ run_set() {
 
   run idle --scenario idle --entities 100000 --threads 1,2 --ticks "$ticks" \
     --seed "$seed" --no-baseline
+
+  # How the tick follows the crowd's speed: a step of 1%, 5% (the
+  # default) and 20% of the view radius a tick.
+  for step in 0.1 0.5 2; do
+    run "step-$step" --scenario uniform --entities 100000 --threads 2 \
+      --step "$step" --ticks "$ticks" --seed "$seed" --no-baseline
+  done
 
   run cliffs --scenario outlier,spectator,mixed-radius,flood \
     --entities 20000 --threads 1,2 --ticks "$ticks" --seed "$seed"
@@ -276,12 +288,14 @@ sections = {}
 
 # headline: README and performance.md
 rows = []
-for n in (100000, 20000):
+for n in (100000, 20000, 5000):
     runs = by_threads("uniform-%d" % n)
+    slots = by_threads("uniform-slots-%d" % n)
     for t in (1, 2):
         r = runs.get(t)
         if r is None:
             continue
+        fs = slots.get(t, {}).get("frame_ms_median")
         before, after = yard_ms("yard-%d-%d-before" % (n, t)), \
             yard_ms("yard-%d-%d-after" % (n, t))
         ys = [v for v in (before, after) if v is not None]
@@ -290,13 +304,23 @@ for n in (100000, 20000):
         ends = ["%.2f" % ratios[0], "%.2f" % ratios[-1]] if ratios else []
         ratio_text = "n/a" if not ends else \
             (ends[0] if ends[0] == ends[1] else "-".join(ends)) + "x"
+        frames = sorted(fs / v for v in ys) if fs is not None else []
+        frame_text = "n/a" if not frames else \
+            ("%.2f" % frames[0] if "%.2f" % frames[0] == "%.2f" % frames[-1]
+             else "%.2f-%.2f" % (frames[0], frames[-1])) + "x"
         rows.append(["uniform, {:,}".format(n), str(t), ms(r["tick_ms_median"]),
                      ms(r["baseline_tick_ms_median"]), ys_text, ratio_text,
-                     ms(r["frame_ms_median"])])
+                     ms(r["frame_ms_median"]), ms(fs), frame_text])
 sections["headline"] = table(
     ["crowd", "threads", "engine tick", "nine-grid tick (1 thread)",
-     "yardstick tick", "engine / yardstick", "engine frame"], rows) + "\n" + \
-    caption("uniform-100000", "uniform-20000", yardstick=True)
+     "yardstick tick", "engine / yardstick", "engine frame",
+     "engine frame, slots", "frame, slots / yardstick"], rows) + "\n" + \
+    caption("uniform-100000", "uniform-slots-100000", "uniform-20000",
+            "uniform-slots-20000", "uniform-5000", "uniform-slots-5000",
+            yardstick=True) + \
+    ("\n\nThe engine frame is submit + tick + delivery of every event by "
+     "`aoi_deliver`; the slots frame delivers by `aoi_deliver_slots` "
+     "(`--slots`), building the same bytes from the entity table.")
 
 # uniform at 100,000
 runs = by_threads("uniform-100000")
@@ -345,6 +369,23 @@ for key, label in names:
     rows.append([label, ms(r["submit_ms_median"]), "%.1f ns" % per])
 sections["submit"] = table(["moves", "submit a tick", "a move"], rows) + \
     "\n" + caption(*["submit-" + k for k, _ in names])
+
+# the step sweep
+rows = []
+steps = ("0.1", "0.5", "2")
+base = by_threads("step-0.5").get(2)
+for step in steps:
+    r = by_threads("step-" + step).get(2)
+    if r is None:
+        continue
+    rows.append(["%s (%.0f%% of the radius)" % (step, float(step) * 10),
+                 ms(r["tick_ms_median"]),
+                 ratio(r["tick_ms_median"], base["tick_ms_median"] if base else None),
+                 ms(r["compute_ms_median"]), num(r["events_per_tick"]),
+                 ms(r["frame_ms_median"])])
+sections["step"] = table(["step a tick", "tick", "tick / default step",
+                          "compute", "events a tick", "frame"], rows) + \
+    "\n" + caption(*["step-" + s for s in steps])
 
 # idle
 idle, walk = by_threads("idle"), by_threads("uniform-100000")
@@ -500,7 +541,7 @@ sections["algorithms"] = text + caption(*["algo-" + s for s in
     ("uniform", "idle", "sparse", "hotspot", "teleport")])
 
 pages = {"README.md": ["headline"],
-         "docs/performance.md": ["headline", "uniform", "submit", "idle",
+         "docs/performance.md": ["headline", "uniform", "submit", "step", "idle",
                                  "cliffs", "spectator", "policies", "million"],
          "docs/algorithms.md": ["algorithms"]}
 for page, names in pages.items():
