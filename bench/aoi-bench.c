@@ -541,11 +541,10 @@ static _Atomic unsigned delivery_rounds;
 static _Thread_local wire *thread_wire;
 static _Thread_local unsigned thread_round;
 
-/* aoi_deliver_many's callback: the tag names the world (submit_engine). */
-static void many_take(void *user, uint64_t watcher, uint64_t tag,
-                      const aoi_event *events, size_t count)
+/* The calling thread's wire in this round of aoi_deliver_many, taken at
+   its first watcher. */
+static wire *many_wire(delivery *d)
 {
-  delivery *d = user;
   if (thread_wire == NULL || thread_round != d->round) {
     unsigned i = atomic_fetch_add(&d->used, 1);
     if (i >= d->wire_count)
@@ -554,8 +553,24 @@ static void many_take(void *user, uint64_t watcher, uint64_t tag,
     thread_wire->count = thread_wire->watcher_count = 0;
     thread_round = d->round;
   }
-  thread_wire->world = (unsigned)tag;
-  wire_take(thread_wire, watcher, tag, events, count);
+  return thread_wire;
+}
+
+/* aoi_deliver_many's callback: the tag names the world (submit_engine). */
+static void many_take(void *user, uint64_t watcher, uint64_t tag,
+                      const aoi_event *events, size_t count)
+{
+  wire *out = many_wire(user);
+  out->world = (unsigned)tag;
+  wire_take(out, watcher, tag, events, count);
+}
+
+/* aoi_deliver_many_slots's callback, likewise. */
+static void many_take_slots(void *user, const aoi_slot_events *e)
+{
+  wire *out = many_wire(user);
+  out->world = (unsigned)e->watcher_tag;
+  wire_take_slots(out, e);
 }
 
 static void delivery_init(delivery *d, world_run *worlds, unsigned count,
@@ -622,8 +637,14 @@ static void deliver_engine(delivery *d)
   if (d->many != NULL) {
     d->round = atomic_fetch_add(&delivery_rounds, 1) + 1;
     atomic_store(&d->used, 0);
-    check(aoi_deliver_many(d->many, d->many_count, many_take, d, d->results),
-          "aoi_deliver_many");
+    if (d->slots)
+      check(aoi_deliver_many_slots(d->many, d->many_count, many_take_slots,
+                                   many_take, d, d->results),
+            "aoi_deliver_many_slots");
+    else
+      check(aoi_deliver_many(d->many, d->many_count, many_take, d,
+                             d->results),
+            "aoi_deliver_many");
     return;
   }
   atomic_store(&d->used, d->threads);
@@ -1558,7 +1579,8 @@ static void usage(FILE *out)
       "                     (JSON: refs)\n"
       "  --batch            the engine's moves by id, each tick's run of\n"
       "                     them in one aoi_move_many (JSON: batch)\n"
-      "  --slots            delivery by aoi_deliver_slots (one world): each\n"
+      "  --slots            delivery by aoi_deliver_slots (many worlds:\n"
+      "                     aoi_deliver_many_slots): each\n"
       "                     event built into the wire buffer from the\n"
       "                     entity table, the same bytes aoi_deliver\n"
       "                     copies (JSON: slots)\n"
@@ -2028,9 +2050,6 @@ static void parse_options(int argc, char **argv, bench_options *o)
     usage_error("--worlds: %" PRIu32 " entities do not split into %u worlds"
                 " of equal size (--entities must be a multiple of --worlds)",
                 o->entities, o->worlds);
-  if (o->worlds > 1 && o->slots)
-    usage_error("--slots delivers one world by aoi_deliver_slots: not with"
-                " --worlds %u", o->worlds);
   if (o->worlds > 1) {
     /* the algorithms run one world: the engine runs alone */
     if (baseline_given || o->verify)

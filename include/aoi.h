@@ -471,6 +471,13 @@ typedef void (*aoi_deliver_slots_fn)(void *user,
 AOI_EXPORT int aoi_deliver_slots(aoi_world *world, unsigned segment,
                                  aoi_deliver_slots_fn fn,
                                  aoi_deliver_fn backlog_fn, void *user);
+/* aoi_deliver_many by aoi_deliver_slots: every segment of worlds[0] ..
+   worlds[n - 1] a task on its world's pool, the same rules and results
+   (AOI_EINVAL also for a NULL fn or backlog_fn). */
+AOI_EXPORT int aoi_deliver_many_slots(aoi_world *const *worlds, size_t n,
+                                      aoi_deliver_slots_fn fn,
+                                      aoi_deliver_fn backlog_fn, void *user,
+                                      int *results);
 
 /* Takes every undelivered event of watcher `id`, oldest tick first, and
    empties its outbox: the path by id, for hosts that do not use segments.

@@ -2,10 +2,12 @@
  * outbox.c: delivery. A tick leaves each worker's events in its segment, as
  * compact records (see aoi__segment in types.h); the host takes them out
  * with aoi_deliver, one segment per host thread if it likes, or by id with
- * aoi_drain; aoi_deliver_slots hands a record's handles over as they are,
- * with the marks as the table they index (aoi_slot is aoi__mark). A watcher's outbox is its backlog: the events of earlier ticks
- * that nobody took before the next tick began, expanded there in full
- * (aoi__segments_settle), so that a host that drains late loses nothing.
+ * aoi_drain; aoi_deliver_slots (and aoi_deliver_many_slots, tick.c) hands
+ * a record's handles over as they are, with the marks as the table they
+ * index (aoi_slot is aoi__mark). A watcher's outbox is its backlog: the
+ * events of earlier ticks that nobody took before the next tick began,
+ * expanded there in full (aoi__segments_settle), so that a host that
+ * drains late loses nothing.
  *
  * Threads: during a tick, worker i alone writes segment i and the records
  * of its watchers. Between ticks the host owns everything, except that

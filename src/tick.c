@@ -630,7 +630,11 @@ static void deliver_task(aoi__task *t)
   aoi__worker *k = (aoi__worker *)((char *)t - offsetof(aoi__worker, deliver));
   aoi_world *w = k->world;
   aoi__job *job = w->deliver_job;
-  k->deliver_rc = aoi_deliver(w, k->index, w->deliver_fn, w->deliver_user);
+  k->deliver_rc =
+      w->deliver_slots != NULL
+          ? aoi_deliver_slots(w, k->index, w->deliver_slots, w->deliver_fn,
+                              w->deliver_user)
+          : aoi_deliver(w, k->index, w->deliver_fn, w->deliver_user);
   aoi__job_done(job);
 }
 
@@ -892,8 +896,11 @@ int aoi_tick_many_end(aoi_world *const *worlds, size_t n, int *results)
 
 /* ---- delivering many worlds --------------------------------------------- */
 
-int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
-                     void *user, int *results)
+/* aoi_deliver_many, and with `slots` aoi_deliver_many_slots (`fn` then
+   the backlogs' callback). */
+static int deliver_many(aoi_world *const *worlds, size_t n,
+                        aoi_deliver_slots_fn slots, aoi_deliver_fn fn,
+                        void *user, int *results)
 {
   if (n > 0 && (results == NULL || fn == NULL))
     return AOI_EINVAL;
@@ -929,6 +936,7 @@ int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
       pool = w->pool;
     }
     w->deliver_fn = fn;
+    w->deliver_slots = slots;
     w->deliver_user = user;
     w->deliver_job = &job;
     bool is_big = w->live > BIG_WORLD;
@@ -946,7 +954,8 @@ int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
       continue;
     int r = 0;
     for (unsigned s = 0; s < w->threads && r == 0; s++)
-      r = aoi_deliver(w, s, fn, user);
+      r = slots != NULL ? aoi_deliver_slots(w, s, slots, fn, user)
+                        : aoi_deliver(w, s, fn, user);
     results[i] = r;
   }
   aoi__job_wait(&job);
@@ -963,4 +972,19 @@ int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
       rc = results[i];
   }
   return rc;
+}
+
+int aoi_deliver_many(aoi_world *const *worlds, size_t n, aoi_deliver_fn fn,
+                     void *user, int *results)
+{
+  return deliver_many(worlds, n, NULL, fn, user, results);
+}
+
+int aoi_deliver_many_slots(aoi_world *const *worlds, size_t n,
+                           aoi_deliver_slots_fn fn, aoi_deliver_fn backlog_fn,
+                           void *user, int *results)
+{
+  if (n > 0 && fn == NULL)
+    return AOI_EINVAL;
+  return deliver_many(worlds, n, fn, backlog_fn, user, results);
 }

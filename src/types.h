@@ -636,8 +636,9 @@ struct aoi_world {
   };
   uint32_t quiet_ticks; /* ticks in a row that were skipped, empty */
   aoi__job solo;
-  /* aoi_deliver_many's callback and job, while it runs */
+  /* aoi_deliver_many's callbacks and job, while it runs */
   aoi_deliver_fn deliver_fn;
+  aoi_deliver_slots_fn deliver_slots; /* or NULL for aoi_deliver */
   void *deliver_user;
   aoi__job *deliver_job;
   /* the step the lanes are at, and how many have yet to finish it */

@@ -195,6 +195,21 @@ void records_free(records *r)
   memset(r, 0, sizeof(*r));
 }
 
+size_t slot_events_expand(const aoi_slot_events *e, aoi_event *out)
+{
+  size_t n = (size_t)e->leaves + e->enters + e->moves;
+  for (size_t i = 0; i < n; i++) {
+    const aoi_slot *slot = &e->table[e->slots[i]];
+    aoi_event_kind kind = i < e->leaves                ? AOI_LEAVE
+                          : i < e->leaves + e->enters ? AOI_ENTER
+                                                      : AOI_MOVE;
+    bool leave = kind == AOI_LEAVE;
+    out[i] = (aoi_event){slot->id, e->tags[e->slots[i]], leave ? 0 : slot->x,
+                         leave ? 0 : slot->y, kind, e->tick};
+  }
+  return n;
+}
+
 bool record_equal(const record *a, const record *b)
 {
   return a->watcher == b->watcher && a->event.id == b->event.id &&

@@ -96,6 +96,9 @@ typedef struct records {
 /* Appends one; aborts when memory runs out. */
 void records_push(records *r, uint64_t watcher, const aoi_event *e);
 void records_free(records *r);
+/* The events of one aoi_deliver_slots callback as aoi_deliver gives them,
+   written to `out` (room for leaves + enters + moves); returns how many. */
+size_t slot_events_expand(const aoi_slot_events *e, aoi_event *out);
 /* The same watcher, id, kind and tick, and the same position bit for bit
    (-0 and 0 differ); the tag is not compared. */
 bool record_equal(const record *a, const record *b);

@@ -100,17 +100,8 @@ static void take_slots(void *user, const aoi_slot_events *e)
     ((side *)user)->twice[0] = true; /* reported on the main thread */
     return;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    const aoi_slot *slot = &e->table[e->slots[i]];
-    aoi_event_kind kind = i < e->leaves                ? AOI_LEAVE
-                          : i < e->leaves + e->enters ? AOI_ENTER
-                                                      : AOI_MOVE;
-    bool leave = kind == AOI_LEAVE;
-    events[i] = (aoi_event){slot->id, e->tags[e->slots[i]],
-                            leave ? 0 : slot->x, leave ? 0 : slot->y, kind,
-                            e->tick};
-  }
-  take(user, e->watcher, e->watcher_tag, events, n);
+  take(user, e->watcher, e->watcher_tag, events,
+       slot_events_expand(e, events));
 }
 
 typedef struct job {

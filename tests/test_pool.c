@@ -1493,6 +1493,171 @@ static void test_same_bytes_alone_and_shared(void **state)
   same_free(s);
 }
 
+/* ---- aoi_deliver_many and aoi_deliver_many_slots ------------------------ */
+
+/* What the pool threads delivered: every event, under a lock. With slots,
+   each watcher's slots expanded here as aoi_deliver would. */
+typedef struct collector {
+  pthread_mutex_t lock;
+  records got;
+  size_t calls, slot_calls; /* by aoi_deliver_fn, by slots */
+  bool overflow; /* a watcher with more events than a world's entities */
+} collector;
+
+static void collect(void *user, uint64_t watcher, uint64_t tag,
+                    const aoi_event *events, size_t count)
+{
+  (void)tag;
+  collector *c = user;
+  pthread_mutex_lock(&c->lock);
+  c->calls++;
+  for (size_t i = 0; i < count; i++)
+    records_push(&c->got, watcher, &events[i]);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void collect_slots(void *user, const aoi_slot_events *e)
+{
+  collector *c = user;
+  aoi_event events[4 * 150];
+  size_t n = e->leaves + e->enters + e->moves;
+  pthread_mutex_lock(&c->lock);
+  if (n > 4 * 150) { /* (reported on the main thread) */
+    c->overflow = true;
+    pthread_mutex_unlock(&c->lock);
+    return;
+  }
+  slot_events_expand(e, events);
+  c->slot_calls++;
+  for (size_t i = 0; i < n; i++)
+    records_push(&c->got, e->watcher, &events[i]);
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Worlds of disjoint ids on a pool (1-3 lanes) and one run by the caller,
+   ticked together and delivered by aoi_deliver_many, or by
+   aoi_deliver_many_slots: every watcher gets exactly the events its twin
+   world, delivered segment by segment with aoi_deliver, gets, ticks that
+   nobody delivered (backlogs) and removals between a tick and its
+   delivery included. */
+static void test_deliver_many_is_deliver(void **state)
+{
+  (void)state;
+  enum { WORLDS = 4, N = 150, TICKS = 12 };
+  aoi_pool_config pc;
+  aoi_pool_config_default(&pc);
+  pc.threads = 3;
+  aoi_pool *pool = NULL;
+  assert_int_equal(aoi_pool_create(&pc, &pool), 0);
+  for (int slots = 0; slots < 2; slots++) {
+    aoi_world *many[WORLDS], *twin[WORLDS];
+    for (unsigned k = 0; k < WORLDS; k++) {
+      aoi_config c = run_config(k + 1 < WORLDS ? AOI_RUN_POOL : AOI_RUN_CALLER,
+                                pool, k + 1 < WORLDS ? k + 1 : 1, 2 * k + 1,
+                                150);
+      many[k] = create_or_fail(&c);
+      twin[k] = create_or_fail(&c);
+    }
+    uint64_t rng = 7 + (uint64_t)slots;
+    float x[WORLDS][N + 1], y[WORLDS][N + 1];
+    bool live[WORLDS][N + 1];
+    for (unsigned k = 0; k < WORLDS; k++)
+      for (uint64_t i = 1; i <= N; i++) {
+        uint64_t id = k * 1000 + i;
+        x[k][i] = (float)rng_below(&rng, 150);
+        y[k][i] = (float)rng_below(&rng, 150);
+        live[k][i] = true;
+        unsigned flags = i % 5 == 0 ? AOI_MARKER : WM;
+        assert_int_equal(test_add(many[k], id, x[k][i], y[k][i], 20, flags,
+                                  ALL, ALL),
+                         0);
+        assert_int_equal(test_add(twin[k], id, x[k][i], y[k][i], 20, flags,
+                                  ALL, ALL),
+                         0);
+      }
+    collector c = {.got = {0}}, want = {.got = {0}};
+    assert_int_equal(pthread_mutex_init(&c.lock, NULL), 0);
+    assert_int_equal(pthread_mutex_init(&want.lock, NULL), 0);
+    int refused[WORLDS] = {RESULT_UNSET, RESULT_UNSET, RESULT_UNSET,
+                           RESULT_UNSET};
+    assert_int_equal(aoi_deliver_many_slots(many, WORLDS, NULL, collect, &c,
+                                            refused),
+                     AOI_EINVAL);
+    assert_int_equal(aoi_deliver_many_slots(many, WORLDS, collect_slots, NULL,
+                                            &c, refused),
+                     AOI_EINVAL);
+    assert_int_equal(aoi_deliver_many(many, WORLDS, NULL, &c, refused),
+                     AOI_EINVAL);
+    assert_int_equal(refused[0], RESULT_UNSET);
+    for (int t = 0; t <= TICKS; t++) {
+      bool last = t == TICKS; /* no tick: what is left, delivered */
+      for (unsigned k = 0; k < WORLDS && !last; k++)
+        for (uint64_t i = 1; i <= N; i++) {
+          uint64_t id = k * 1000 + i;
+          if (!live[k][i])
+            continue;
+          x[k][i] += (float)rng_below(&rng, 9) - 4;
+          y[k][i] += (float)rng_below(&rng, 9) - 4;
+          assert_int_equal(aoi_move(many[k], id, x[k][i], y[k][i]), 0);
+          assert_int_equal(aoi_move(twin[k], id, x[k][i], y[k][i]), 0);
+        }
+      int results[WORLDS];
+      if (!last) {
+        assert_int_equal(aoi_tick_many(many, WORLDS, results), 0);
+        for (unsigned k = 0; k < WORLDS; k++)
+          assert_int_equal(aoi_tick(twin[k]), 0);
+      }
+      if (t % 4 == 1 && !last)
+        continue; /* nobody delivers: the next delivery takes backlogs */
+      if (t % 5 == 2) /* a watcher removed with its events undelivered */
+        for (unsigned k = 0; k < WORLDS; k++) {
+          uint64_t i = 1 + (uint64_t)t % N;
+          if (!live[k][i] || i % 5 == 0)
+            continue;
+          live[k][i] = false;
+          assert_int_equal(aoi_remove(many[k], k * 1000 + i), 0);
+          assert_int_equal(aoi_remove(twin[k], k * 1000 + i), 0);
+        }
+      for (int i = 0; i < WORLDS; i++)
+        results[i] = RESULT_UNSET;
+      if (slots)
+        assert_int_equal(aoi_deliver_many_slots(many, WORLDS, collect_slots,
+                                                collect, &c, results),
+                         0);
+      else
+        assert_int_equal(aoi_deliver_many(many, WORLDS, collect, &c, results),
+                         0);
+      for (unsigned k = 0; k < WORLDS; k++) {
+        assert_int_equal(results[k], 0);
+        for (unsigned g = 0; g < aoi_delivery_segments(twin[k]); g++)
+          assert_int_equal(aoi_deliver(twin[k], g, collect, &want), 0);
+      }
+    }
+    for (unsigned k = 0; k < WORLDS; k++)
+      expect_no_events(many[k]);
+    assert_false(c.overflow);
+    sort_by_watcher(&c.got);
+    sort_by_watcher(&want.got);
+    assert_true(want.got.count > 0);
+    assert_int_equal(c.got.count, want.got.count);
+    if (memcmp(c.got.items, want.got.items,
+               sizeof(record) * want.got.count) != 0)
+      fail_msg("aoi_deliver_many%s delivered other events than aoi_deliver",
+               slots ? "_slots" : "");
+    /* with slots, most by slots and the backlogs expanded */
+    assert_true(slots ? c.slot_calls > 0 && c.calls > 0 : c.slot_calls == 0);
+    for (unsigned k = 0; k < WORLDS; k++) {
+      assert_int_equal(aoi_destroy(many[k]), 0);
+      assert_int_equal(aoi_destroy(twin[k]), 0);
+    }
+    records_free(&c.got);
+    records_free(&want.got);
+    pthread_mutex_destroy(&c.lock);
+    pthread_mutex_destroy(&want.lock);
+  }
+  assert_int_equal(aoi_pool_destroy(pool), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1505,6 +1670,7 @@ int main(void)
       cmocka_unit_test(test_destroy_while_others_tick),
       cmocka_unit_test(test_two_hosts_share_a_pool),
       cmocka_unit_test(test_callback_on_pool_world_is_busy),
+      cmocka_unit_test(test_deliver_many_is_deliver),
       cmocka_unit_test(test_tick_many_end_from_a_callback_is_busy),
       cmocka_unit_test(test_poll_pool_worlds),
       cmocka_unit_test_teardown(test_same_bytes_alone_and_shared,
