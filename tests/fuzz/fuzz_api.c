@@ -36,7 +36,8 @@
  * tick, aoi_pending lists exactly the watchers with undrained events and
  * aoi_drain gives back exactly the model's events, in order (the tick picks
  * whether it drains every outbox, none, or some, so outboxes accumulate
- * across ticks as the contract allows); aoi_stats agrees; queries between
+ * across ticks as the contract allows, or delivers them all by
+ * aoi_deliver_slots, backlogs expanded and the rest as slots); aoi_stats agrees; queries between
  * operations answer as the model does. On a difference it prints what
  * differed and the operations so far as a trace (for aoi-replay and
  * model-replay) to stderr, and aborts. With AOI_FUZZ_API_TRACE set in the
@@ -390,33 +391,81 @@ static int same_event(const aoi_event *a, const aoi_event *b) {
          memcmp(&a->y, &b->y, sizeof a->y) == 0;
 }
 
-static void drain_and_compare(fuzz_run *f, size_t index) {
+/* The events the engine gave watcher `index` (by aoi_drain, or by a
+   delivery: `how`) are exactly the model's outbox, which empties. */
+static void compare_outbox(fuzz_run *f, size_t index, const char *how,
+                           const aoi_event *events, size_t count) {
   slot *s = &f->slots[index];
   uint64_t id = ids[index];
-  const aoi_event *events = NULL;
-  size_t count = 0;
-
-  int got = aoi_drain(f->world, id, &events, &count);
-  check_code(f, "aoi_drain", got, s->live ? 0 : AOI_ENOENT);
-  if (got != 0)
-    return;
   for (size_t i = 0; i < count && i < s->outbox_count; i++) {
     const aoi_event *e = &events[i], *w = &s->outbox[i];
     if (!same_event(e, w))
-      fail(f, "aoi_drain(%" PRIu64 ") event %zu: kind %" PRIu32 " id %" PRIu64
+      fail(f, "%s(%" PRIu64 ") event %zu: kind %" PRIu32 " id %" PRIu64
               " (%.9g, %.9g) tick %" PRIu32 "; the model: kind %" PRIu32
               " id %" PRIu64 " (%.9g, %.9g) tick %" PRIu32
               " (kinds: 0 leave, 1 enter, 2 move)",
-           id, i, e->kind, e->id, (double)e->x, (double)e->y, e->tick, w->kind,
-           w->id, (double)w->x, (double)w->y, w->tick);
+           how, id, i, e->kind, e->id, (double)e->x, (double)e->y, e->tick,
+           w->kind, w->id, (double)w->x, (double)w->y, w->tick);
   }
   if (count != s->outbox_count)
-    fail(f, "aoi_drain(%" PRIu64 ") gave %zu events, the model %zu", id, count,
+    fail(f, "%s(%" PRIu64 ") gave %zu events, the model %zu", how, id, count,
          s->outbox_count);
   s->outbox_count = 0;
 }
 
-/* Mode 0: drain every pending outbox; 1: none; 2: those the mask picks. */
+static void drain_and_compare(fuzz_run *f, size_t index) {
+  slot *s = &f->slots[index];
+  const aoi_event *events = NULL;
+  size_t count = 0;
+
+  int got = aoi_drain(f->world, ids[index], &events, &count);
+  check_code(f, "aoi_drain", got, s->live ? 0 : AOI_ENOENT);
+  if (got != 0)
+    return;
+  compare_outbox(f, index, "aoi_drain", events, count);
+}
+
+/* aoi_deliver_slots's callbacks: a watcher's backlog, expanded, and its
+   events of the last tick, as slots. */
+static void delivered_events(void *user, uint64_t watcher, uint64_t tag,
+                             const aoi_event *events, size_t count) {
+  (void)tag;
+  fuzz_run *f = user;
+  size_t index = slot_index(watcher);
+  if (index == ID_COUNT)
+    fail(f, "aoi_deliver_slots: events for unknown watcher %" PRIu64, watcher);
+  compare_outbox(f, index, "aoi_deliver_slots backlog", events, count);
+}
+
+static void delivered_slots(void *user, const aoi_slot_events *e) {
+  fuzz_run *f = user;
+  aoi_event events[3 * ID_COUNT];
+  size_t index = slot_index(e->watcher);
+  if (index == ID_COUNT ||
+      (size_t)e->leaves + e->enters + e->moves > 3 * ID_COUNT)
+    fail(f, "aoi_deliver_slots: %" PRIu32 " events for watcher %" PRIu64,
+         e->leaves + e->enters + e->moves, e->watcher);
+  compare_outbox(f, index, "aoi_deliver_slots", events,
+                 slot_events_expand(e, events));
+}
+
+/* Every segment delivered by aoi_deliver_slots: every model outbox with
+   events must be delivered, and only those. */
+static void deliver_slots_and_compare(fuzz_run *f) {
+  for (unsigned g = 0; g < aoi_delivery_segments(f->world); g++)
+    check_code(f, "aoi_deliver_slots",
+               aoi_deliver_slots(f->world, g, delivered_slots,
+                                 delivered_events, f),
+               0);
+  for (size_t i = 0; i < ID_COUNT; i++)
+    if (f->slots[i].outbox_count > 0)
+      fail(f, "aoi_deliver_slots left watcher %" PRIu64 "'s %zu events",
+           ids[i], f->slots[i].outbox_count);
+}
+
+/* Mode 0: drain every pending outbox (with bit 0 of the mask set,
+   deliver them by aoi_deliver_slots instead); 1: none; 2: those the mask
+   picks. */
 static void check_outboxes(fuzz_run *f, unsigned mode, unsigned mask) {
   const uint64_t *pending = NULL;
   uint64_t want[ID_COUNT];
@@ -435,6 +484,10 @@ static void check_outboxes(fuzz_run *f, unsigned mode, unsigned mask) {
     fail(f, "aoi_pending: %zu watchers, the model %zu", count, want_count);
   if (mode == 1)
     return;
+  if (mode == 0 && (mask & 1)) {
+    deliver_slots_and_compare(f);
+    return;
+  }
   for (size_t i = 0; i < count; i++)
     if (mode == 0 || (mask >> (i % 8)) & 1)
       drain_and_compare(f, slot_index(pending[i]));
