@@ -957,6 +957,7 @@ static int l_drain(lua_State *L)
   check_rc(L, aoi_drain(lw->world, id, &events, &count), "drain");
   reader->events = events;
   reader->count = count;
+  reader->kept = 0;
   lua_pushvalue(L, 3);
   lua_pushinteger(L, (lua_Integer)count);
   lua_pushvalue(L, 4);
