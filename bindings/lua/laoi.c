@@ -2,12 +2,13 @@
  * laoi.c: the Lua 5.4 module "aoi", a binding of the public API only.
  *
  * A world is a full userdata (struct lworld) holding the aoi_world, a
- * move buffer that aoi_move_many reuses, a query buffer, and as its user
- * value the event reader: one userdata per world, reused for every
- * watcher of every delivery, so that delivering allocates nothing per
- * event or per watcher. The reader points at the borrowed aoi_event
- * array only while the Lua callback runs; outside it, every access
- * raises an error instead of reading freed memory.
+ * move buffer that aoi_move_many reuses, a query buffer, the delivery
+ * buffers (below, "kept events"), and as its user values the event
+ * reader and the kept view: one userdata each per world, reused for
+ * every watcher of every delivery, so that delivering allocates nothing
+ * in Lua's heap per event or per watcher. The reader points at the
+ * watcher's events only while the Lua callback runs; outside it, every
+ * access raises an error instead of reading freed memory.
  *
  * Delivery and Lua errors: aoi_deliver must not be left by a longjmp (it
  * would leave the world's delivery state claimed for good), so the C
