@@ -495,8 +495,11 @@ for _, c in ipairs{{threads = 2, shards = 4}, {threads = 4, shards = 8},
     b:tick()
     local want = collect(b)
     aoi._fail_allocs(fails)
-    local got = {}
+    local got, busy = {}, 0
+    local kept = a:kept()
     a:deliver(function(watcher, _, n, ev)
+      local good, err = pcall(kept.get, kept, 1)
+      if not good and err:match("^AOI_EBUSY: ") then busy = busy + 1 end
       for i = 1, n do
         got[#got + 1] = string.format("%d:%s:%d", watcher, KIND[ev:kind(i)],
                                       ev:id(i))
@@ -505,6 +508,9 @@ for _, c in ipairs{{threads = 2, shards = 4}, {threads = 4, shards = 8},
     aoi._fail_allocs(0)
     table.sort(got)
     eq(list(got), want, "every event once, " .. fails .. " growths failing")
+    if fails == 1000 and c.run ~= "caller" then
+      ok(busy > 0, "kept is busy while the copying runs")
+    end
   end
   -- ev:keep that cannot copy raises AOI_ENOMEM; the other watchers are
   -- still delivered, and what was handed over is gone.
