@@ -6,9 +6,10 @@
 #
 # Prints "lua frame X ms, C frame Y ms, ratio Z, checksum match yes/no".
 # Both frames are medians over the 50 timed ticks of submit + tick +
-# delivery, and both copy every watcher's events out during the delivery
-# (aoi-bench into its wire buffers, bench.lua with ev:bytes) and fold
-# them into the checksum after the frame (aoi-bench's checksum_ms).
+# delivery, and both copy every watcher's events out during the delivery,
+# a segment a thread (aoi-bench into its wire buffers, bench.lua's world
+# into its kept buffers, ev:keep) and fold them into the checksum after
+# the frame (aoi-bench's checksum_ms).
 # bench.lua's other modes time reading every event from Lua instead.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

@@ -53,6 +53,19 @@ function crowd.hash_outbox(watcher, n, ev)
   return h
 end
 
+-- The same hash over kept events first .. first + n - 1 (w:kept()).
+function crowd.hash_kept(watcher, kept, first, n)
+  local h = hash_mix(hash_mix(crowd.SEED, watcher), n)
+  local get = kept.get
+  for k = first, first + n - 1 do
+    local id, kind, x, y, _, tick = get(kept, k)
+    h = hash_mix(h, id)
+    h = hash_mix(h, (kind << 32) | tick)
+    h = hash_mix(h, (float_bits(x) << 32) | float_bits(y))
+  end
+  return h
+end
+
 -- The same hash over ev:bytes()'s string of n events (the floats' bits
 -- read as they lie).
 function crowd.hash_bytes(watcher, s)

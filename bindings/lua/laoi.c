@@ -2,12 +2,13 @@
  * laoi.c: the Lua 5.4 module "aoi", a binding of the public API only.
  *
  * A world is a full userdata (struct lworld) holding the aoi_world, a
- * move buffer that aoi_move_many reuses, a query buffer, and as its user
- * value the event reader: one userdata per world, reused for every
- * watcher of every delivery, so that delivering allocates nothing per
- * event or per watcher. The reader points at the borrowed aoi_event
- * array only while the Lua callback runs; outside it, every access
- * raises an error instead of reading freed memory.
+ * move buffer that aoi_move_many reuses, a query buffer, the delivery
+ * buffers (below, "kept events"), and as its user values the event
+ * reader and the kept view: one userdata each per world, reused for
+ * every watcher of every delivery, so that delivering allocates nothing
+ * in Lua's heap per event or per watcher. The reader points at the
+ * watcher's events only while the Lua callback runs; outside it, every
+ * access raises an error instead of reading freed memory.
  *
  * Delivery and Lua errors: aoi_deliver must not be left by a longjmp (it
  * would leave the world's delivery state claimed for good), so the C
@@ -21,9 +22,12 @@
  * (ids above 2^63 - 1 read as negative integers). Errors from the library
  * are raised as strings starting with the code's name ("AOI_ENOENT: ...").
  */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_sigmask */
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,7 @@
 
 #define WORLD_META "aoi.world"
 #define READER_META "aoi.events"
+#define KEPT_META "aoi.kept"
 
 #if defined(__GNUC__)
 #define LAOI_EXPORT __attribute__((visibility("default")))
@@ -45,8 +50,30 @@
 
 LAOI_EXPORT int luaopen_aoi(lua_State *L);
 
+struct lcrew;
+
+typedef struct lrecord {
+  uint64_t watcher, tag;
+  size_t first, count; /* in the buffer's events */
+} lrecord;
+
+/* Events copied out of the engine, kept until the next deliver: one
+   buffer a delivery segment, and a last one for ev:keep's copies. */
+typedef struct lbuf {
+  aoi_event *events;
+  size_t used, room;
+  lrecord *records;
+  size_t records_used, records_room;
+  size_t base; /* its first event's index in the kept view, less 1 */
+} lbuf;
+
 typedef struct lworld {
   aoi_world *world;        /* NULL once closed */
+  struct lcrew *crew;      /* the delivery helpers, once started */
+  int own;                 /* run = "own": may start delivery helpers */
+  lbuf *bufs;              /* segments + 1 of them, once needed */
+  unsigned nbufs;
+  int copying;             /* the helpers are filling the buffers */
   aoi_move_op *moves;      /* move_many's buffer, reused */
   size_t moves_room;
   uint64_t *ids;           /* the queries' buffer, reused */
@@ -58,6 +85,8 @@ typedef struct lworld {
 typedef struct lreader {
   const aoi_event *events; /* borrowed, valid during the callback only */
   size_t count;
+  lworld *lw;
+  size_t kept;             /* the events' index in the kept view, or 0 */
 } lreader;
 
 /* State of one deliver call, handed to the C delivery callback. The Lua
@@ -257,22 +286,37 @@ static int l_new(lua_State *L)
     luaL_checktype(L, 1, LUA_TTABLE);
     read_config(L, 1, &config);
   }
-  lworld *lw = lua_newuserdatauv(L, sizeof(*lw), 1);
+  lworld *lw = lua_newuserdatauv(L, sizeof(*lw), 2);
   memset(lw, 0, sizeof(*lw));
   luaL_setmetatable(L, WORLD_META);
   lreader *reader = lua_newuserdatauv(L, sizeof(*reader), 0);
   reader->events = NULL;
   reader->count = 0;
+  reader->lw = lw;
+  reader->kept = 0;
   luaL_setmetatable(L, READER_META);
   lua_setiuservalue(L, -2, 1);
+  lworld **view = lua_newuserdatauv(L, sizeof(*view), 1);
+  *view = lw;
+  luaL_setmetatable(L, KEPT_META);
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, -2, 1); /* the view keeps its world alive */
+  lua_setiuservalue(L, -2, 2);
+  lw->own = config.run == AOI_RUN_OWN;
   check_rc(L, aoi_create(&config, &lw->world), "new");
   return 1;
 }
 
 /* ---- lifetime ------------------------------------------------------------- */
 
+static void crew_free(struct lcrew *c);
+static void bufs_free(lworld *lw);
+
 static void world_free(lworld *lw)
 {
+  crew_free(lw->crew); /* before the world its helpers deliver */
+  lw->crew = NULL;
+  bufs_free(lw);
   aoi_destroy(lw->world);
   lw->world = NULL;
   free(lw->moves);
@@ -510,15 +554,16 @@ static int l_tick(lua_State *L)
 
 /* ---- delivery ------------------------------------------------------------- */
 
-/* Runs on the host thread inside aoi_deliver: pushes only what cannot
-   raise (the stack was reserved) and calls the Lua function protected. */
-static void deliver_one(void *user, uint64_t watcher, uint64_t watcher_tag,
-                        const aoi_event *events, size_t count)
+/* Runs on the host thread: pushes only what cannot raise (the stack was
+   reserved) and calls the Lua function protected. `kept` is the events'
+   index in the kept view, or 0 where they are the engine's. */
+static void call_fn(ldelivery *d, uint64_t watcher, uint64_t watcher_tag,
+                    const aoi_event *events, size_t count, size_t kept)
 {
-  ldelivery *d = user;
   lua_State *L = d->L;
   d->reader->events = events;
   d->reader->count = count;
+  d->reader->kept = kept;
   lua_pushvalue(L, d->fn);
   lua_pushinteger(L, (lua_Integer)watcher);
   lua_pushinteger(L, (lua_Integer)watcher_tag);
@@ -534,10 +579,317 @@ static void deliver_one(void *user, uint64_t watcher, uint64_t watcher_tag,
   }
   d->reader->events = NULL;
   d->reader->count = 0;
+  d->reader->kept = 0;
+}
+
+/* aoi_deliver's callback where Lua reads the engine's events in place. */
+static void deliver_one(void *user, uint64_t watcher, uint64_t watcher_tag,
+                        const aoi_event *events, size_t count)
+{
+  call_fn(user, watcher, watcher_tag, events, count, 0);
+}
+
+/* ---- kept events and the delivery helpers ---------------------------------
+ *
+ * A world of run = "own" with more than one segment delivers in two
+ * steps. First every segment's events are copied out of the engine, all
+ * segments at once: the host thread copies segment 0 while a helper
+ * thread a segment (1 .. segments - 1) copies its own (rule 2 of aoi.h:
+ * different segments may be delivered on different threads at once).
+ * Then the host thread hands the copies to Lua, segment by segment. So
+ * each lane's outboxes are read on a core of their own, and Lua walks
+ * ready, contiguous arrays, which stay readable until the next deliver
+ * (ev:keep, w:kept).
+ *
+ * The buffers are the world's (malloc, not Lua's heap), kept from one
+ * delivery to the next: they grow to the largest segment delivered and
+ * no further. A buffer that cannot grow loses nothing: the host thread
+ * calls Lua on that watcher's events in place (for a helper's, while the
+ * helper waits in its aoi_deliver callback, where they are valid), and
+ * so every later watcher of that segment. Lua runs on the host thread
+ * only.
+ */
+
+/* ev:keep's copies have indices from here on, apart from the segments'. */
+#define KEEP_BASE ((size_t)1 << 40)
+
+/* Test hook (aoi._fail_allocs): the next n growths of a delivery buffer
+   fail, as under memory exhaustion. */
+static atomic_int fail_allocs;
+
+static int grow(void **p, size_t *room, size_t need, size_t size)
+{
+  if (need <= *room)
+    return 1;
+  if (atomic_load_explicit(&fail_allocs, memory_order_relaxed) > 0 &&
+      atomic_fetch_sub(&fail_allocs, 1) > 0)
+    return 0;
+  size_t r = *room ? *room : 256;
+  while (r < need)
+    r *= 2;
+  void *q = realloc(*p, r * size);
+  if (q == NULL)
+    return 0;
+  *p = q;
+  *room = r;
+  return 1;
+}
+
+/* Copies one watcher's events to the end of b; 0 where b cannot grow. */
+static int buf_append(lbuf *b, uint64_t watcher, uint64_t watcher_tag,
+                      const aoi_event *events, size_t count)
+{
+  if (!grow((void **)&b->events, &b->room, b->used + count,
+            sizeof(aoi_event)) ||
+      !grow((void **)&b->records, &b->records_room, b->records_used + 1,
+            sizeof(lrecord)))
+    return 0;
+  memcpy(b->events + b->used, events, count * sizeof(aoi_event));
+  b->records[b->records_used++] =
+      (lrecord){watcher, watcher_tag, b->used, count};
+  b->used += count;
+  return 1;
+}
+
+/* The world's buffers, one a segment and the last for ev:keep; NULL
+   where they cannot be allocated. */
+static lbuf *bufs_get(lworld *lw)
+{
+  if (lw->bufs == NULL) {
+    unsigned n = aoi_delivery_segments(lw->world) + 1;
+    lw->bufs = calloc(n, sizeof(lbuf));
+    if (lw->bufs == NULL)
+      return NULL;
+    lw->nbufs = n;
+    lw->bufs[n - 1].base = KEEP_BASE;
+  }
+  return lw->bufs;
+}
+
+/* Forgets every kept event (a new delivery); keeps the memory. */
+static void bufs_reset(lworld *lw)
+{
+  for (unsigned i = 0; i < lw->nbufs; i++) {
+    lw->bufs[i].used = 0;
+    lw->bufs[i].records_used = 0;
+    lw->bufs[i].base = i + 1 == lw->nbufs ? KEEP_BASE : 0;
+  }
+}
+
+static void bufs_free(lworld *lw)
+{
+  for (unsigned i = 0; i < lw->nbufs; i++) {
+    free(lw->bufs[i].events);
+    free(lw->bufs[i].records);
+  }
+  free(lw->bufs);
+  lw->bufs = NULL;
+  lw->nbufs = 0;
+}
+
+struct lcrew;
+
+typedef struct lhelper {
+  struct lcrew *crew;
+  lbuf *buf;
+  unsigned segment;
+  pthread_t thread;
+  int rc;     /* its aoi_deliver's result */
+  int spill;  /* its buffer could not grow: hand the rest to the host */
+  /* A watcher handed to the host thread (under the crew's mutex). */
+  int handing;
+  uint64_t hand_watcher, hand_tag;
+  const aoi_event *hand_events;
+  size_t hand_count;
+} lhelper;
+
+typedef struct lcrew {
+  aoi_world *world;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;    /* any change below */
+  unsigned long round;    /* one a delivery */
+  unsigned count, done, started;
+  int quit;
+  lhelper helpers[];      /* segments 1 .. count */
+} lcrew;
+
+/* The helpers' aoi_deliver callback. */
+static void helper_collect(void *user, uint64_t watcher, uint64_t watcher_tag,
+                           const aoi_event *events, size_t count)
+{
+  lhelper *h = user;
+  if (!h->spill && buf_append(h->buf, watcher, watcher_tag, events, count))
+    return;
+  /* Out of memory: the host thread calls Lua on the events here. */
+  h->spill = 1;
+  lcrew *c = h->crew;
+  pthread_mutex_lock(&c->mutex);
+  h->hand_watcher = watcher;
+  h->hand_tag = watcher_tag;
+  h->hand_events = events;
+  h->hand_count = count;
+  h->handing = 1;
+  pthread_cond_broadcast(&c->cond);
+  while (h->handing)
+    pthread_cond_wait(&c->cond, &c->mutex);
+  pthread_mutex_unlock(&c->mutex);
+}
+
+static void *helper_main(void *arg)
+{
+  lhelper *h = arg;
+  lcrew *c = h->crew;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&c->mutex);
+  for (;;) {
+    while (c->round == seen && !c->quit)
+      pthread_cond_wait(&c->cond, &c->mutex);
+    if (c->quit)
+      break;
+    seen = c->round;
+    pthread_mutex_unlock(&c->mutex);
+    h->rc = aoi_deliver(c->world, h->segment, helper_collect, h);
+    pthread_mutex_lock(&c->mutex);
+    c->done++;
+    pthread_cond_broadcast(&c->cond);
+  }
+  pthread_mutex_unlock(&c->mutex);
+  return NULL;
+}
+
+/* Stops and joins the helpers. */
+static void crew_free(lcrew *c)
+{
+  if (c == NULL)
+    return;
+  pthread_mutex_lock(&c->mutex);
+  c->quit = 1;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->mutex);
+  for (unsigned i = 0; i < c->started; i++)
+    pthread_join(c->helpers[i].thread, NULL);
+  pthread_cond_destroy(&c->cond);
+  pthread_mutex_destroy(&c->mutex);
+  free(c);
+}
+
+/* Starts a helper for each segment but the first; NULL when that fails
+   (the world then delivers on the host thread alone). */
+static lcrew *crew_new(lworld *lw)
+{
+  unsigned count = lw->nbufs - 2; /* segments - 1 */
+  lcrew *c = calloc(1, sizeof(*c) + count * sizeof(lhelper));
+  if (c == NULL)
+    return NULL;
+  c->world = lw->world;
+  c->count = count;
+  if (pthread_mutex_init(&c->mutex, NULL) != 0) {
+    free(c);
+    return NULL;
+  }
+  if (pthread_cond_init(&c->cond, NULL) != 0) {
+    pthread_mutex_destroy(&c->mutex);
+    free(c);
+    return NULL;
+  }
+  /* Signals stay with the host's threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  for (unsigned i = 0; i < count; i++) {
+    lhelper *h = &c->helpers[i];
+    h->crew = c;
+    h->buf = &lw->bufs[i + 1];
+    h->segment = i + 1;
+    if (pthread_create(&h->thread, NULL, helper_main, h) != 0)
+      break;
+    c->started++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (c->started < count) {
+    crew_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+/* The host's copy of segment 0. */
+typedef struct lhost {
+  ldelivery *d;
+  lbuf *buf;
+  int spill;
+} lhost;
+
+static void host_collect(void *user, uint64_t watcher, uint64_t watcher_tag,
+                         const aoi_event *events, size_t count)
+{
+  lhost *h = user;
+  if (!h->spill && buf_append(h->buf, watcher, watcher_tag, events, count))
+    return;
+  h->spill = 1; /* out of memory: Lua reads them in place */
+  call_fn(h->d, watcher, watcher_tag, events, count, 0);
+}
+
+/* deliver(fn) of a world with helpers (above). Returns the first failing
+   aoi_deliver result. Raises nothing. */
+static int deliver_parallel(lworld *lw, ldelivery *d)
+{
+  lcrew *c = lw->crew;
+  lw->copying = 1;
+  pthread_mutex_lock(&c->mutex);
+  c->done = 0;
+  c->round++;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->mutex);
+
+  lhost host = {d, &lw->bufs[0], 0};
+  int rc = aoi_deliver(lw->world, 0, host_collect, &host);
+
+  pthread_mutex_lock(&c->mutex);
+  for (;;) {
+    lhelper *h = NULL;
+    for (unsigned i = 0; i < c->count && h == NULL; i++)
+      if (c->helpers[i].handing)
+        h = &c->helpers[i];
+    if (h != NULL) {
+      pthread_mutex_unlock(&c->mutex);
+      call_fn(d, h->hand_watcher, h->hand_tag, h->hand_events, h->hand_count,
+              0);
+      pthread_mutex_lock(&c->mutex);
+      h->handing = 0;
+      pthread_cond_broadcast(&c->cond);
+      continue;
+    }
+    if (c->done == c->count)
+      break;
+    pthread_cond_wait(&c->cond, &c->mutex);
+  }
+  pthread_mutex_unlock(&c->mutex);
+  lw->copying = 0;
+
+  size_t base = 0;
+  for (unsigned i = 0; i + 1 < lw->nbufs; i++) {
+    lw->bufs[i].base = base;
+    base += lw->bufs[i].used;
+  }
+  for (unsigned i = 0; i + 1 < lw->nbufs; i++) {
+    const lbuf *b = &lw->bufs[i];
+    for (size_t k = 0; k < b->records_used; k++) {
+      const lrecord *r = &b->records[k];
+      call_fn(d, r->watcher, r->tag, b->events + r->first, r->count,
+              b->base + r->first + 1);
+    }
+  }
+  for (unsigned i = 0; i < c->count; i++) {
+    c->helpers[i].spill = 0;
+    if (rc == 0)
+      rc = c->helpers[i].rc;
+  }
+  return rc;
 }
 
 /* deliver(fn): fn(watcher, watcher_tag, n, events) for every watcher with
-   events, every segment in turn. Returns the number of watchers called. */
+   events, every segment in turn. */
 static int l_deliver(lua_State *L)
 {
   lworld *lw = check_open(L, 1);
@@ -548,16 +900,33 @@ static int l_deliver(lua_State *L)
   luaL_checkstack(L, 8, "deliver");
   ldelivery d = {L, lua_touserdata(L, 3), 2, 3, 4, 0};
   unsigned segments = aoi_delivery_segments(lw->world);
+  if (bufs_get(lw) == NULL)
+    return raise_code(L, AOI_ENOMEM, "deliver");
+  bufs_reset(lw);
+  if (lw->own && segments > 1 && lw->crew == NULL)
+    lw->crew = crew_new(lw);
   int rc = 0;
   lw->delivering = 1;
-  for (unsigned s = 0; s < segments && rc == 0; s++)
-    rc = aoi_deliver(lw->world, s, deliver_one, &d);
+  if (lw->crew != NULL) {
+    rc = deliver_parallel(lw, &d);
+  } else {
+    for (unsigned s = 0; s < segments && rc == 0; s++)
+      rc = aoi_deliver(lw->world, s, deliver_one, &d);
+  }
   lw->delivering = 0;
   if (d.failed) {
     lua_settop(L, 4);
     return lua_error(L);
   }
   check_rc(L, rc, "deliver");
+  return 0;
+}
+
+/* aoi._fail_allocs(n): a test hook; the next n growths of a delivery
+   buffer fail. */
+static int l_fail_allocs(lua_State *L)
+{
+  atomic_store(&fail_allocs, (int)luaL_checkinteger(L, 1));
   return 0;
 }
 
@@ -589,6 +958,7 @@ static int l_drain(lua_State *L)
   check_rc(L, aoi_drain(lw->world, id, &events, &count), "drain");
   reader->events = events;
   reader->count = count;
+  reader->kept = 0;
   lua_pushvalue(L, 3);
   lua_pushinteger(L, (lua_Integer)count);
   lua_pushvalue(L, 4);
@@ -680,6 +1050,90 @@ static int l_ev_bytes(lua_State *L)
   if (r->events == NULL)
     return luaL_error(L, "aoi: events read outside their deliver callback");
   lua_pushlstring(L, (const char *)r->events, r->count * sizeof(aoi_event));
+  return 1;
+}
+
+/* ev:keep() -> k: the events stay readable as kept:get(k .. k + n - 1)
+   and kept:bytes(k, n) (kept = w:kept()) until the next deliver. A
+   delivery of several segments has copied them already (k costs
+   nothing); otherwise they are copied now. */
+static int l_ev_keep(lua_State *L)
+{
+  lreader *r = luaL_checkudata(L, 1, READER_META);
+  if (r->events == NULL)
+    return luaL_error(L, "aoi: events read outside their deliver callback");
+  if (r->kept == 0) {
+    lworld *lw = r->lw;
+    if (bufs_get(lw) == NULL)
+      return raise_code(L, AOI_ENOMEM, "keep");
+    lbuf *b = &lw->bufs[lw->nbufs - 1];
+    if (!grow((void **)&b->events, &b->room, b->used + r->count,
+              sizeof(aoi_event)))
+      return raise_code(L, AOI_ENOMEM, "keep");
+    memcpy(b->events + b->used, r->events, r->count * sizeof(aoi_event));
+    r->kept = b->base + b->used + 1;
+    b->used += r->count;
+  }
+  lua_pushinteger(L, (lua_Integer)r->kept);
+  return 1;
+}
+
+static lworld *check_kept(lua_State *L)
+{
+  lworld *lw = *(lworld **)luaL_checkudata(L, 1, KEPT_META);
+  if (lw->world == NULL)
+    luaL_error(L, "AOI_EINVAL: the world is closed");
+  if (lw->copying)
+    luaL_error(L, "AOI_EBUSY: the kept events are being replaced");
+  return lw;
+}
+
+/* The kept events k .. k + n - 1 (n >= 1), which one buffer holds. */
+static const aoi_event *kept_at(lua_State *L, lua_Integer k, lua_Integer n)
+{
+  lworld *lw = check_kept(L);
+  if (k >= 1 && n >= 1)
+    for (unsigned i = 0; i < lw->nbufs; i++) {
+      const lbuf *b = &lw->bufs[i];
+      size_t at = (size_t)k - 1;
+      if (at >= b->base && at - b->base < b->used &&
+          (size_t)n <= b->used - (at - b->base))
+        return b->events + (at - b->base);
+    }
+  luaL_error(L, "aoi: kept events %I .. %I out of range", k, k + n - 1);
+  return NULL;
+}
+
+/* kept:get(k) -> id, kind, x, y, tag, tick */
+static int l_kept_get(lua_State *L)
+{
+  const aoi_event *e = kept_at(L, luaL_checkinteger(L, 2), 1);
+  lua_pushinteger(L, (lua_Integer)e->id);
+  lua_pushinteger(L, (lua_Integer)e->kind);
+  lua_pushnumber(L, e->x);
+  lua_pushnumber(L, e->y);
+  lua_pushinteger(L, (lua_Integer)e->tag);
+  lua_pushinteger(L, (lua_Integer)e->tick);
+  return 6;
+}
+
+/* kept:bytes(k, n) -> the n events from k as ev:bytes() lays them out */
+static int l_kept_bytes(lua_State *L)
+{
+  lua_Integer k = luaL_checkinteger(L, 2), n = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, n >= 0, 3, "negative count");
+  if (n == 0)
+    check_kept(L);
+  const char *p = n == 0 ? "" : (const char *)kept_at(L, k, n);
+  lua_pushlstring(L, p, (size_t)n * sizeof(aoi_event));
+  return 1;
+}
+
+/* w:kept() -> the world's kept events (one object, the same every call) */
+static int l_kept(lua_State *L)
+{
+  check_open(L, 1);
+  lua_getiuservalue(L, 1, 2);
   return 1;
 }
 
@@ -776,7 +1230,7 @@ static int l_stats(lua_State *L)
   lworld *lw = check_open(L, 1);
   aoi_stats s;
   check_rc(L, aoi_world_stats(lw->world, &s), "stats");
-  lua_createtable(L, 0, 16);
+  lua_createtable(L, 0, 17);
   set_int(L, "tick", s.tick);
   set_int(L, "threads", s.threads);
   set_int(L, "shards", s.shards);
@@ -793,6 +1247,11 @@ static int l_stats(lua_State *L)
   set_int(L, "work_ns", s.work_ns);
   set_int(L, "span_ns", s.span_ns);
   set_int(L, "segments", aoi_delivery_segments(lw->world));
+  size_t bytes = 0;
+  for (unsigned i = 0; i < lw->nbufs; i++)
+    bytes += lw->bufs[i].room * sizeof(aoi_event) +
+             lw->bufs[i].records_room * sizeof(lrecord);
+  set_int(L, "buffer_bytes", bytes);
   return 1;
 }
 
@@ -816,6 +1275,7 @@ static const luaL_Reg world_methods[] = {
     {"view", l_view},
     {"watchers_of", l_watchers_of},
     {"stats", l_stats},
+    {"kept", l_kept},
     {"close", l_close},
     {"closed", l_closed},
     {NULL, NULL}};
@@ -824,7 +1284,10 @@ static const luaL_Reg reader_methods[] = {
     {"get", l_ev_get},   {"id", l_ev_id},     {"kind", l_ev_kind},
     {"x", l_ev_x},       {"y", l_ev_y},       {"tag", l_ev_tag},
     {"tick", l_ev_tick}, {"table", l_ev_table}, {"bytes", l_ev_bytes},
-    {NULL, NULL}};
+    {"keep", l_ev_keep}, {NULL, NULL}};
+
+static const luaL_Reg kept_methods[] = {
+    {"get", l_kept_get}, {"bytes", l_kept_bytes}, {NULL, NULL}};
 
 static int l_strerror(lua_State *L)
 {
@@ -844,6 +1307,7 @@ static int l_clock(lua_State *L)
 
 static const luaL_Reg module_functions[] = {
     {"new", l_new}, {"strerror", l_strerror}, {"clock", l_clock},
+    {"_fail_allocs", l_fail_allocs},
     {NULL, NULL}};
 
 static void set_const(lua_State *L, const char *name, lua_Integer v)
@@ -871,6 +1335,11 @@ LAOI_EXPORT int luaopen_aoi(lua_State *L)
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, l_ev_len);
   lua_setfield(L, -2, "__len");
+  lua_pop(L, 1);
+
+  luaL_newmetatable(L, KEPT_META);
+  luaL_newlib(L, kept_methods);
+  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 
   luaL_newlib(L, module_functions);

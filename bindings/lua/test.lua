@@ -373,6 +373,173 @@ do
 end
 done()
 
+-- ---- parallel delivery and kept events ---------------------------------------
+-- Every event of a world, keyed "watcher:kind:id:x:y:tag:tick", sorted;
+-- also checks ev:keep() against ev:get and ev:bytes for every watcher.
+local function everything(w)
+  local out, seen = {}, {}
+  local kept = w:kept()
+  w:deliver(function(watcher, tag, n, ev)
+    ok(not seen[watcher], "one call a watcher")
+    seen[watcher] = true
+    local k = ev:keep()
+    eq(ev:keep(), k, "keep twice")
+    eq(kept:bytes(k, n), ev:bytes(), "kept:bytes")
+    for i = 1, n do
+      local a = table.pack(ev:get(i))
+      local b = table.pack(kept:get(k + i - 1))
+      for j = 1, 6 do eq(b[j], a[j], "kept:get") end
+      out[#out + 1] = string.format("%d:%d:%d:%s:%s:%d:%d:%d", watcher, a[2],
+                                    a[1], a[3], a[4], a[5], a[6], tag)
+    end
+  end)
+  table.sort(out)
+  return list(out)
+end
+
+-- A crowd of `n` on a 40 x 40 square, each in view of its neighbours.
+local function populate(w, n)
+  for id = 1, n do
+    w:add(id, (id * 7) % 40, (id * 13) % 40, 6, W | M, 1000 + id)
+  end
+end
+local function stir(w, n, t)
+  for id = 1, n, 3 do w:move(id, (id * 7 + t) % 40, (id * 13) % 40) end
+end
+
+section("parallel delivery and kept events")
+do
+  -- The same operations on one segment, on two caller lanes (one thread),
+  -- and on two and four lanes of their own (copied out by helpers): the
+  -- same events, and ev:keep reads them all back.
+  local configs = {{run = "caller"}, {run = "caller", threads = 2, shards = 4},
+                   {threads = 2, shards = 4}, {threads = 4, shards = 8}}
+  local worlds = {}
+  for i, c in ipairs(configs) do
+    c.min_x, c.min_y, c.max_x, c.max_y, c.max_radius = 0, 0, 40, 40, 10
+    worlds[i] = aoi.new(c)
+    populate(worlds[i], 300)
+  end
+  eq(worlds[3]:stats().segments, 2, "segments")
+  for t = 1, 4 do
+    local want
+    for i, w in ipairs(worlds) do
+      stir(w, 300, t)
+      w:tick()
+      local got = everything(w)
+      if i == 1 then want = got else eq(got, want, "events, config " .. i) end
+    end
+    ok(#want > 0, "events")
+  end
+  -- The kept events stay until the next deliver, then are gone.
+  local w = worlds[3]
+  local kept, first, n = w:kept(), nil, nil
+  eq(w:kept(), kept, "one kept object a world")
+  stir(w, 300, 9)
+  w:tick()
+  w:deliver(function(_, _, count, ev)
+    if not first then first, n = ev:keep(), count end
+  end)
+  local id = kept:get(first)
+  ok(math.type(id) == "integer", "kept after the callback")
+  eq(#kept:bytes(first, n), 32 * n, "kept bytes")
+  eq(kept:bytes(first, 0), "", "no bytes")
+  raises("aoi: kept events", kept.get, kept, 0)
+  raises("aoi: kept events", kept.bytes, kept, first, 1 << 30)
+  w:tick()
+  w:deliver(function() end) -- nothing to deliver: nothing kept
+  raises("aoi: kept events", kept.get, kept, first)
+  -- Buffers: kept across deliveries, no growth once warm.
+  local sizes = {}
+  for t = 1, 6 do
+    stir(w, 300, t)
+    w:tick()
+    w:deliver(function(_, _, _, ev) ev:keep() end)
+    sizes[t] = w:stats().buffer_bytes
+  end
+  ok(sizes[3] > 0, "buffers held")
+  eq(sizes[6], sizes[3], "no buffer growth once warm")
+  -- drain's events can be kept too (copied then).
+  stir(w, 300, 1)
+  w:tick()
+  local dk, dn
+  w:drain(1, function(count, ev) dn, dk = count, ev:keep() end)
+  ok(dn > 0, "drained")
+  ok(select(1, kept:get(dk)) ~= nil, "drained and kept")
+  w:deliver(function() end)
+  -- ev:keep outside the callback raises; a closed world's kept too.
+  local saved
+  stir(w, 300, 2)
+  w:tick()
+  w:deliver(function(_, _, _, ev) saved = ev end)
+  raises("aoi: events read outside", saved.keep, saved)
+  for _, x in ipairs(worlds) do x:close() end
+  raises("AOI_EINVAL: the world is closed", kept.get, kept, 1)
+  raises("AOI_EINVAL: the world is closed", w.kept, w)
+end
+done()
+
+section("delivery buffers out of memory")
+-- A buffer that cannot grow loses nothing: those watchers' events are
+-- handed to fn in place, by the host thread, also a helper's.
+for _, c in ipairs{{threads = 2, shards = 4}, {threads = 4, shards = 8},
+                   {run = "caller", threads = 2}} do
+  c.min_x, c.min_y, c.max_x, c.max_y, c.max_radius = 0, 0, 40, 40, 10
+  local a, b = aoi.new(c), aoi.new{run = "caller", max_radius = 10}
+  populate(a, 300)
+  populate(b, 300)
+  for _, fails in ipairs{1000, 1, 3} do
+    stir(a, 300, fails)
+    stir(b, 300, fails)
+    a:tick()
+    b:tick()
+    local want = collect(b)
+    aoi._fail_allocs(fails)
+    local got, busy = {}, 0
+    local kept = a:kept()
+    a:deliver(function(watcher, _, n, ev)
+      local good, err = pcall(kept.get, kept, 1)
+      if not good and err:match("^AOI_EBUSY: ") then busy = busy + 1 end
+      for i = 1, n do
+        got[#got + 1] = string.format("%d:%s:%d", watcher, KIND[ev:kind(i)],
+                                      ev:id(i))
+      end
+    end)
+    aoi._fail_allocs(0)
+    table.sort(got)
+    eq(list(got), want, "every event once, " .. fails .. " growths failing")
+    if fails == 1000 and c.run ~= "caller" then
+      ok(busy > 0, "kept is busy while the copying runs")
+    end
+  end
+  -- ev:keep that cannot copy raises AOI_ENOMEM; the other watchers are
+  -- still delivered, and what was handed over is gone.
+  stir(a, 300, 7)
+  stir(b, 300, 7)
+  a:tick()
+  b:tick()
+  local want = 0
+  b:deliver(function() want = want + 1 end)
+  aoi._fail_allocs(1000)
+  local calls, kept = 0, 0
+  local good, err = pcall(a.deliver, a, function(_, _, _, ev)
+    calls = calls + 1
+    ev:keep()
+    kept = kept + 1
+  end)
+  aoi._fail_allocs(0)
+  ok(want > 0, "events to deliver")
+  ok(not good and err:match("AOI_ENOMEM: out of memory %(keep%)$"),
+     "keep without memory: " ..
+     tostring(err))
+  ok(calls > kept, "some keep failed")
+  eq(calls, want, "every watcher called")
+  eq(collect(a), "", "nothing left behind")
+  a:close()
+  b:close()
+end
+done()
+
 section("lifetime")
 do
   local kept
@@ -386,6 +553,7 @@ do
     local w = aoi.new{run = "own", threads = 2}
     w:add(1, 0, 0, 1, W)
     w:tick()
+    w:deliver(print) -- starts the delivery helper, which __gc joins
   end
   collectgarbage()
   collectgarbage()
