@@ -1182,6 +1182,10 @@ static void run_engine(const bench_options *o, const scenario_result *s,
     if (!lockstep)
       drained = hash_wires(&deliver, wr, count);
     uint64_t s4 = bench_now_ns();
+    /* --gap: the host's own work between this frame and the next, a
+       busy loop on this thread (the game's logic in a server) */
+    while (o->gap_ms > 0 && bench_now_ns() - s4 < (uint64_t)(o->gap_ms * 1e6))
+      ;
     uint64_t work = 0;
     for (unsigned i = 0; i < count; i++) {
       check(aoi_world_stats(wr[i].world, &st), "aoi_stats_get");
@@ -1521,6 +1525,9 @@ static void usage(FILE *out)
       "  --dump-ops FILE    write every tick's operations to FILE, for the\n"
       "                     bindings' benchmarks to replay (format: the\n"
       "                     comment of dump_open in aoi-bench.c; one world)\n"
+      "  --gap MS           the host busy for MS milliseconds after each\n"
+      "                     frame (and its checksum), as a server's logic\n"
+      "                     runs between ticks (default 0; JSON: gap_ms)\n"
       "  --warmup W         ticks before them, not measured; the first adds\n"
       "                     the crowd (default 1). A gathering crowd\n"
       "                     (hotspot) needs the cuts to follow it first:\n"
@@ -1946,6 +1953,8 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->dump_ops = value;
     else if (strcmp(flag, "--warmup") == 0)
       o->warmup = (unsigned)parse_unsigned(flag, value, 1, 10000000);
+    else if (strcmp(flag, "--gap") == 0)
+      o->gap_ms = (double)parse_unsigned(flag, value, 0, 10000);
     else if (strcmp(flag, "--threads") == 0) {
       threads = value;
       threads_flag = "--threads";

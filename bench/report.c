@@ -427,6 +427,7 @@ static void json_run(const bench_options *o, const scenario_result *s,
   json_uint(&j, "shards", r->shards);
   json_uint(&j, "ticks", o->ticks);
   json_uint(&j, "warmup", o->warmup);
+  json_number(&j, "gap_ms", o->gap_ms);
   json_number(&j, "tick_ms_median", r->tick_ms_median);
   json_number(&j, "tick_ms_p99", r->tick_ms_p99);
   json_number(&j, "tick_ms_max", r->tick_ms_max);

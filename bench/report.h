@@ -24,6 +24,7 @@ typedef struct bench_options {
   double step;
   int step_given; /* else step = radius / 20 */
   unsigned ticks, warmup, shards, rebalance;
+  double gap_ms; /* --gap: the host's own work between frames, busy */
   uint64_t seed;
   int moves;
   aoi_shape shape;
