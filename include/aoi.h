@@ -290,10 +290,11 @@ typedef struct aoi_move_op {
    moves before it stand, and *done is how many stood (n on success, 0 when
    the call itself is refused). AOI_EINVAL for a NULL world or done, or NULL
    ops with n > 0. A batch of 16,384 moves or more, on a world whose pool
-   has 3 threads or more, is spread over the pool's threads and the calling
-   one (on a shared pool, only when nothing waits in its queue): the same
-   result, in a fraction of the time; then an AOI_ENOMEM may come before
-   the moves of its window of the batch (*done says where). */
+   has 3 threads or more with a core each beside the calling thread's, is
+   spread over those threads and the calling one (on a shared pool, only
+   when nothing waits in its queue): the same result, in a fraction of the
+   time; then an AOI_ENOMEM may come before the moves of its window of the
+   batch (*done says where). */
 AOI_EXPORT int aoi_move_many(aoi_world *world, const aoi_move_op *ops,
                              size_t n, size_t *done);
 /* Sets the view radius of a live entity (0 .. max_radius, else

@@ -17,8 +17,8 @@
 #               aoi_tick_many (aoi-bench --worlds), one lane each;
 #               --instance-shards shards each (default 1)
 # With --batch, each tick's moves go to the engine in one aoi_move_many
-# (aoi-bench --batch), which a pool of 3 threads or more spreads over its
-# threads. The hotspot warms up for 20 ticks before it is timed: its crowd gathers,
+# (aoi-bench --batch), which a pool of 3 threads or more, each with a
+# core, spreads over its threads. The hotspot warms up for 20 ticks before it is timed: its crowd gathers,
 # and the shard cuts follow it every 16 ticks (the library's
 # rebalance_interval), so a run timed from the start would mostly time
 # shards the rebalancer had not yet evened.

@@ -143,6 +143,9 @@ static inline int aoi__busy(const struct aoi_world *w)
 }
 
 /* submit.c: the handle tables, the op records and their queues. */
+/* The online cores as aoi_move_many sees them when it decides whether to
+   spread a batch over the pool (0: the machine's; tests set more). */
+extern unsigned aoi__spread_cores;
 int aoi__host_init(struct aoi_world *world);
 /* Frees everything the host side holds: the id map, the handle tables,
    the queues, the rebalancing plan and the query scratch. */

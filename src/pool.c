@@ -195,6 +195,32 @@ static void spread_task(aoi__task *t)
   aoi__job_done(s->job); /* the last touch: s lives on its host's stack */
 }
 
+/* Unlinks from the pool's queue those of helper[0 .. count - 1] that no
+   thread has taken yet (a helper is taken alone: big), and returns how
+   many. */
+static uint32_t take_back(aoi_pool *p, spread_helper *helper, unsigned count)
+{
+  uintptr_t from = (uintptr_t)&helper[0], to = (uintptr_t)&helper[count];
+  uint32_t n = 0;
+  pthread_mutex_lock(&p->mutex);
+  aoi__task **link = &p->head, *last = NULL;
+  while (*link != NULL && n < count) {
+    aoi__task *t = *link;
+    if ((uintptr_t)t >= from && (uintptr_t)t < to) {
+      *link = t->next;
+      n++;
+    } else {
+      last = t;
+      link = &t->next;
+    }
+  }
+  if (*link == NULL) /* (the walk reached the end: `last` is the tail) */
+    p->tail = last;
+  atomic_fetch_sub(&p->queued, n);
+  pthread_mutex_unlock(&p->mutex);
+  return n;
+}
+
 void aoi__pool_spread(aoi_pool *pool, aoi__job *job, unsigned helpers,
                       unsigned parts, void (*fn)(void *context, unsigned part),
                       void *context)
@@ -217,7 +243,11 @@ void aoi__pool_spread(aoi_pool *pool, aoi__job *job, unsigned helpers,
     aoi__pool_push(pool, &helper[0].task, &helper[helpers - 1].task, helpers,
                    true);
   spread_take(&s);
-  /* Every part is taken; the helpers that found none still touch s. */
+  /* Every part is taken. The helpers still queued, whose threads have not
+     woken, are taken back, so the host never waits for a wake-up; those
+     that run touch s until they count themselves done. */
+  if (helpers > 0)
+    aoi__job_done_some(job, take_back(pool, helper, helpers));
   aoi__job_wait(job);
 }
 

@@ -76,10 +76,12 @@ void aoi__pool_push(aoi_pool *pool, aoi__task *first, aoi__task *last,
 /* Runs fn(context, part) for every part 0 .. parts - 1 and returns once
    all are done: the calling thread takes parts as they come, and so do
    up to `helpers` (at most AOI__SPREAD_HELPERS) of the pool's threads,
-   each a task pushed to the head of its queue. On a thread of the pool
-   itself (a delivery callback's) it runs every part there, since the
-   pool's threads may all be waiting on it. `job` is the caller's, idle;
-   the parts must not wait for each other. */
+   each a task pushed to the head of its queue; once every part is taken
+   the helpers no thread took yet are taken back out of the queue, so a
+   sleeping pool costs no wake-up. On a thread of the pool itself (a
+   delivery callback's) it runs every part there, since the pool's
+   threads may all be waiting on it. `job` is the caller's, idle; the
+   parts must not wait for each other. */
 void aoi__pool_spread(aoi_pool *pool, aoi__job *job, unsigned helpers,
                       unsigned parts, void (*fn)(void *context, unsigned part),
                       void *context);

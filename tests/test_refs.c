@@ -820,6 +820,7 @@ static aoi_world *spread_world(unsigned threads, unsigned shards,
 static void test_move_many_spread(void **state)
 {
   (void)state;
+  aoi__spread_cores = 16; /* spread whatever this machine has */
   enum { N = 30000, TICKS = 4 };
   static aoi_move_op ops[2 * N];
   aoi_pool *pool = NULL;
@@ -900,6 +901,7 @@ static void test_move_many_spread(void **state)
 static void test_move_many_spread_out_of_memory(void **state)
 {
   (void)state;
+  aoi__spread_cores = 16;
   enum { N = 20000 };
   static aoi_move_op ops[N];
   int failures = 0;
