@@ -104,21 +104,30 @@ static inline uint32_t record_words(const uint32_t *rec)
   return aoi__record_words(&head);
 }
 
+/* The handles of the entities a record's events name (its header read
+   into *head): after the header, or for a view record (enters only) the
+   watcher's view. */
+static const uint32_t *record_handles(const aoi_world *w, const uint32_t *rec,
+                                      aoi__record_head *head)
+{
+  *head = aoi__record_read(rec);
+  if (!head->view)
+    return rec + head->header;
+  const aoi__location *at = &w->location[aoi__record_handle(rec)];
+  const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
+  AOI__ASSERT(head->nl == 0 && head->nm == 0 && view->count == head->ne);
+  return view->handles;
+}
+
 /* Writes the events of one record, as the public events they stand for. */
 static void expand(const aoi_world *w, const uint32_t *rec, uint32_t tick,
                    aoi_event *out)
 {
   const aoi__mark *mark = w->mark;
   const uint64_t *tag = w->tag;
-  aoi__record_head head = aoi__record_read(rec);
-  const uint32_t *hs = rec + head.header;
+  aoi__record_head head;
+  const uint32_t *hs = record_handles(w, rec, &head);
   uint32_t nl = head.nl, ne = head.ne, nm = head.nm, i = 0;
-  if (head.view) { /* enters only: the watcher's view */
-    const aoi__location *at = &w->location[aoi__record_handle(rec)];
-    const aoi__view *view = &w->shards[at->shard].entities[at->slot].view;
-    AOI__ASSERT(nl == 0 && nm == 0 && view->count == ne);
-    hs = view->handles;
-  }
   for (; i < nl; i++)
     out[i] = (aoi_event){mark[hs[i]].id, tag[hs[i]], 0, 0, AOI_LEAVE, tick};
   for (; i < nl + ne; i++) {
@@ -339,12 +348,8 @@ _Static_assert(sizeof(aoi_slot) == sizeof(aoi__mark) &&
 static void deliver_slots_one(aoi_world *w, uint32_t h, const uint32_t *rec,
                               const deliver_to *to)
 {
-  aoi__record_head head = aoi__record_read(rec);
-  const uint32_t *hs = rec + head.header;
-  if (head.view) { /* enters only: the watcher's view */
-    const aoi__location *at = &w->location[h];
-    hs = w->shards[at->shard].entities[at->slot].view.handles;
-  }
+  aoi__record_head head;
+  const uint32_t *hs = record_handles(w, rec, &head);
   if (head.nl + head.ne + head.nm == 0)
     return;
   aoi_slot_events events = {w->mark[h].id,
@@ -370,21 +375,20 @@ static inline int deliver_one(aoi_world *w, aoi__segment *seg, uint32_t h,
   const aoi_event *events;
   uint32_t n;
   if (rec != NULL && (!backlogs || o->count == 0)) {
-    /* the usual case: this tick's events only */
-    seg->taken++; /* (aoi_deliver moves seg->delivered past it) */
+    /* the usual case: this tick's events only, handed over as slots or
+       laid out in the scratch */
     if (to->slots != NULL) {
+      seg->taken++; /* (aoi_deliver moves seg->delivered past it) */
       deliver_slots_one(w, h, rec, to);
       return 0;
     }
-    /* laid out in the scratch */
     n = record_events(rec);
     if (aoi__reserve(&w->allocator, (void **)&seg->scratch,
-                     &seg->scratch_capacity, n, sizeof(aoi_event)) != 0) {
-      seg->taken--;
+                     &seg->scratch_capacity, n, sizeof(aoi_event)) != 0)
       return AOI_ENOMEM;
-    }
     expand(w, rec, (uint32_t)w->tick, seg->scratch);
     events = seg->scratch;
+    seg->taken++;
   } else {
     /* a backlog: this tick's events, if any, go after it */
     if (rec != NULL && record_append(w, seg, h, rec) != 0)

@@ -318,18 +318,18 @@ static void drop_extra(aoi__queue *q, uint32_t i)
   }
 }
 
-/* Handle h's record in the queue of `shard`, made if it had none (and
-   counted in *made), now noting that it changes `what` (room reserved by
-   reserve_record): a removal drops everything else it held. */
-static aoi__record *record_in(aoi_world *w, uint32_t h, unsigned shard,
-                              uint32_t what, uint32_t *made)
+/* Handle h's record in the queue of `shard`, made if it had none, now
+   noting that it changes `what` (room reserved by reserve_record): a
+   removal drops everything else it held. */
+static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
+                              uint32_t what)
 {
   aoi__queue *q = &w->shards[shard].queue;
   uint32_t at = w->queued[h];
   if (at == AOI__NONE) {
     AOI__ASSERT(q->count < q->capacity);
     at = w->queued[h] = q->count++;
-    ++*made;
+    w->records++;
     q->records[at] = (aoi__record){h, AOI__RECORD_JUST_MOVE, 0, 0};
     if (what == AOI__RECORD_REMOVE)
       q->records[at].extra = AOI__RECORD_JUST_REMOVE;
@@ -350,13 +350,6 @@ static aoi__record *record_in(aoi_world *w, uint32_t h, unsigned shard,
   return r;
 }
 
-/* record_in, counting a record it makes in the world's total. */
-static aoi__record *record_of(aoi_world *w, uint32_t h, unsigned shard,
-                              uint32_t what)
-{
-  return record_in(w, h, shard, what, &w->records);
-}
-
 /* The extra of a record that has one. */
 static aoi__record_extra *extra_of(aoi_world *w, unsigned shard,
                                    const aoi__record *r)
@@ -375,45 +368,41 @@ static unsigned target_of(const aoi_world *w, uint32_t h, unsigned shard)
                          : aoi__record_target(w, q, &q->records[at], shard);
 }
 
+/* Adds delta to a bound; `shared` when other threads of a spread batch
+   add to the same bounds (few moves change shard: the atomics are rare). */
+static inline void bound_add(uint32_t *bound, int delta, bool shared)
+{
+  if (shared)
+    __atomic_fetch_add(bound, (uint32_t)delta, __ATOMIC_RELAXED);
+  else
+    *bound += (uint32_t)delta;
+}
+
 /* Counts (delta 1) or uncounts (delta -1) the handoff from `from` to `to`
    that a record may cause: an arrival there and, between two workers, a
    slot in their handoff batch. */
-static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta)
+static void count_handoff(aoi_world *w, unsigned from, unsigned to, int delta,
+                          bool shared)
 {
   if (to == from)
     return;
-  w->shards[to].arrivals_bound += (uint32_t)delta;
+  bound_add(&w->shards[to].arrivals_bound, delta, shared);
   unsigned from_worker = aoi__worker_of(w, from);
   unsigned to_worker = aoi__worker_of(w, to);
   if (from_worker != to_worker)
-    w->workers[from_worker].handoffs_out[to_worker].bound += (uint32_t)delta;
-}
-
-/* count_handoff for a thread of a spread batch, which shares the bounds
-   with the others (few moves change shard, so the atomics are rare). */
-static void count_handoff_shared(aoi_world *w, unsigned from, unsigned to,
-                                 int delta)
-{
-  if (to == from)
-    return;
-  __atomic_fetch_add(&w->shards[to].arrivals_bound, (uint32_t)delta,
-                     __ATOMIC_RELAXED);
-  unsigned from_worker = aoi__worker_of(w, from);
-  unsigned to_worker = aoi__worker_of(w, to);
-  if (from_worker != to_worker)
-    __atomic_fetch_add(&w->workers[from_worker].handoffs_out[to_worker].bound,
-                       (uint32_t)delta, __ATOMIC_RELAXED);
+    bound_add(&w->workers[from_worker].handoffs_out[to_worker].bound, delta,
+              shared);
 }
 
 /* A record of `shard` that named `was` now names `to`: the counted handoff
    moves with it. */
 static inline void retarget(aoi_world *w, unsigned shard, unsigned was,
-                            unsigned to)
+                            unsigned to, bool shared)
 {
   if (was == to)
     return;
-  count_handoff(w, shard, was, -1);
-  count_handoff(w, shard, to, 1);
+  count_handoff(w, shard, was, -1, shared);
+  count_handoff(w, shard, to, 1, shared);
 }
 
 /* Takes handle h's record (one that adds it) out of the queue of `shard`
@@ -424,7 +413,7 @@ static void cancel_record(aoi_world *w, uint32_t h, unsigned shard)
   uint32_t at = w->queued[h];
   AOI__ASSERT(at < q->count && q->records[at].handle == h);
   aoi__record *r = &q->records[at];
-  retarget(w, shard, aoi__record_target(w, q, r, shard), shard);
+  retarget(w, shard, aoi__record_target(w, q, r, shard), shard, false);
   w->shards[shard].arrivals_bound--; /* its insertion */
   if (r->extra < AOI__RECORD_JUST_REMOVE)
     drop_extra(q, r->extra);
@@ -575,7 +564,7 @@ static int move_handle(aoi_world *w, uint32_t h, float x, float y)
   r->y = y;
   /* If it ends up in another shard, that shard and the batch between the
      two workers need room for it: count it, to reserve before the tick. */
-  retarget(w, shard, was, aoi__layout_shard(&w->layout, x, y));
+  retarget(w, shard, was, aoi__layout_shard(&w->layout, x, y), false);
   return 0;
 }
 
@@ -639,7 +628,6 @@ typedef struct spread_window {
   _Atomic bool shared; /* a handle moved in two parts */
   uint32_t failed[SPREAD_PARTS]; /* per part, its first failure, or count */
   int rc[SPREAD_PARTS];          /* its error */
-  uint32_t made[SPREAD_PARTS];   /* per part, the records it made */
 } spread_window;
 
 static void spread_bounds(const spread_window *m, unsigned part,
@@ -714,7 +702,9 @@ static void spread_look(void *context, unsigned part)
 /* Part `part`'s records, each shard's new ones from the part's offset in
    that shard's queue (spread_fresh, made offsets by spread_place), so
    that every queue ends as the moves one by one would leave it: no
-   handle is in two parts (not `shared`), so each record is one part's. */
+   handle is in two parts (not `shared`), so each record is one part's. A
+   record the handle had already is moved as aoi_move moves it (record_of
+   makes none, so counts nothing). */
 static void spread_record(void *context, unsigned part)
 {
   spread_window *m = context;
@@ -724,41 +714,30 @@ static void spread_record(void *context, unsigned part)
   if (to > m->stop)
     to = m->stop;
   uint32_t *at = w->spread_fresh + (size_t)part * w->shard_count;
-  uint32_t made = 0;
   enum { AHEAD = 16 };
   for (uint32_t i = from; i < to; i++) {
     if (i + AHEAD < to)
       __builtin_prefetch(&w->queued[w->spread_moves[i + AHEAD].handle], 1);
     aoi__spread_move mv = w->spread_moves[i];
-    aoi__queue *q = &w->shards[mv.shard].queue;
-    unsigned was = mv.shard;
+    unsigned was = target_of(w, mv.handle, mv.shard);
     aoi__record *r;
     if (w->queued[mv.handle] == AOI__NONE) {
-      uint32_t k = at[mv.shard]++;
-      w->queued[mv.handle] = k;
-      r = &q->records[k];
+      uint32_t k = w->queued[mv.handle] = at[mv.shard]++;
+      r = &w->shards[mv.shard].queue.records[k];
       *r = (aoi__record){mv.handle, AOI__RECORD_JUST_MOVE, 0, 0};
-      made++;
-    } else {
-      was = target_of(w, mv.handle, mv.shard);
-      uint32_t none = 0;
-      r = record_in(w, mv.handle, mv.shard, AOI__RECORD_MOVE, &none);
-    }
+    } else
+      r = record_of(w, mv.handle, mv.shard, AOI__RECORD_MOVE);
     r->x = m->ops[i].x;
     r->y = m->ops[i].y;
-    unsigned now = aoi__layout_shard(&w->layout, r->x, r->y);
-    if (was != now) {
-      count_handoff_shared(w, mv.shard, was, -1);
-      count_handoff_shared(w, mv.shard, now, 1);
-    }
+    retarget(w, mv.shard, was, aoi__layout_shard(&w->layout, r->x, r->y),
+             true);
   }
-  m->made[part] = made;
 }
 
 /* Room in every shard's queue for the records the standing parts make,
    and each part's offset in each queue in place of its count (in the
-   parts' order). A window with a `shared` handle is recorded by one part
-   over all its moves (spread_window.parts 1), so only room is made. */
+   parts' order). A window with a `shared` handle is recorded on the host
+   (spread_record_here), which needs the room only. */
 static int spread_place(aoi_world *w, spread_window *m)
 {
   for (unsigned s = 0; s < w->shard_count; s++) {
@@ -779,17 +758,15 @@ static int spread_place(aoi_world *w, spread_window *m)
   return 0;
 }
 
-/* The same as spread_record over all the standing moves on this thread,
-   for a window that moves a handle in two parts (room made). */
-static void spread_record_here(aoi_world *w, spread_window *m)
+/* The standing moves of a window that moves a handle in two parts, one by
+   one on this thread (room made: they cannot fail). */
+static void spread_record_here(aoi_world *w, const spread_window *m)
 {
   for (uint32_t i = 0; i < m->stop; i++) {
-    aoi__spread_move mv = w->spread_moves[i];
-    unsigned was = target_of(w, mv.handle, mv.shard);
-    aoi__record *r = record_of(w, mv.handle, mv.shard, AOI__RECORD_MOVE);
-    r->x = m->ops[i].x;
-    r->y = m->ops[i].y;
-    retarget(w, mv.shard, was, aoi__layout_shard(&w->layout, r->x, r->y));
+    int rc = move_handle(w, w->spread_moves[i].handle, m->ops[i].x,
+                         m->ops[i].y);
+    AOI__ASSERT(rc == 0);
+    (void)rc;
   }
 }
 
@@ -896,13 +873,13 @@ static int move_many_spread(aoi_world *w, const aoi_move_op *ops, size_t n,
     else if (m.stop > 0) {
       aoi__pool_spread(w->pool, &w->solo, helpers, m.stop_part,
                        spread_record, &m);
-      for (unsigned p = 0; p < m.stop_part; p++) {
-        w->records += m.made[p];
-        /* (each part's offsets end where the next part's start) */
+      /* The last part's offsets end where each queue now does. */
+      const uint32_t *end =
+          w->spread_fresh + (size_t)(m.stop_part - 1) * w->shard_count;
+      for (unsigned sh = 0; sh < w->shard_count; sh++) {
+        w->records += end[sh] - w->shards[sh].queue.count;
+        w->shards[sh].queue.count = end[sh];
       }
-      for (unsigned sh = 0; sh < w->shard_count; sh++)
-        w->shards[sh].queue.count =
-            w->spread_fresh[(size_t)(m.stop_part - 1) * w->shard_count + sh];
     }
     if (rc != 0) {
       *done = start + m.stop;
@@ -1063,7 +1040,7 @@ int aoi_remove(aoi_world *w, uint64_t id)
   }
   /* Whatever else the record held is moot now; where it stood at the end of
      the last tick is what its watchers must leave. */
-  retarget(w, shard, target_of(w, h, shard), shard);
+  retarget(w, shard, target_of(w, h, shard), shard, false);
   record_of(w, h, shard, AOI__RECORD_REMOVE);
   w->released[released_at(w, (int64_t)w->free_count + w->limbo_old_count +
                                   w->limbo_count)] = h;
