@@ -90,6 +90,10 @@ AOI_EXPORT const char *aoi_version_string(void);
 #define AOI_ESYS (-8)    /* the system refused a thread or a sync object */
 #define AOI_EBUSY (-9)   /* a tick or a delivery is under way (rules 2-4),
                             or a pool still has worlds (rule 6)          */
+#define AOI_EREMOTE (-10) /* aoi_mpi.h: the entity, or the position of an
+                             add, is another rank's                      */
+#define AOI_EPEER (-11)   /* aoi_mpi.h: a peer failed, timed out, or sent
+                             a message that does not decode             */
 
 /* The name and meaning of an error code ("AOI_ENOENT: no such entity");
    never NULL. */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds and runs every test, in five builds:
+# Builds and runs every test, in six builds:
 #   test    RelWithDebInfo: every test (unit, differential, shared traces,
 #           layouts, misuse, oom, a 60 s soak)
 #   asan    ASan+UBSan (LeakSanitizer on): every test, a 20 s soak
@@ -9,6 +9,9 @@
 #   tick: AOI_DEBUG_EXPENSIVE, AOI_CHECK_INVARIANTS, CMakeLists)
 #   stress  ThreadSanitizer plus random yields and delays injected at ring
 #           push/pop, handoff and merge: the stress group
+#   mpi     -DAOI_MPI=ON, when mpicc and mpirun are there: one world over
+#           1 to 4 MPI ranks against one process on every shared and
+#           generated trace, and a killed rank (the mpi group)
 #   fuzz    clang, libFuzzer + ASan + UBSan: each fuzz target for a short
 #           fixed time, and its regression inputs
 # usage: scripts/test.sh [BUILD_ROOT]   (default: build-tests)
@@ -37,6 +40,11 @@ TSAN_OPTIONS=halt_on_error=1 \
 TSAN_OPTIONS=halt_on_error=1 \
   run stress "-L stress" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DAOI_SANITIZE=thread -DAOI_STRESS=ON
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+  run mpi "-L mpi" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAOI_MPI=ON
+else
+  echo "=== mpi: skipped, no Open MPI (scripts/deps.sh test installs it)"
+fi
 if command -v clang >/dev/null 2>&1; then
   run fuzz "-L fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DAOI_FUZZ=ON

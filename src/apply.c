@@ -132,6 +132,10 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     e.interest = more->interest;
     e.cap = more->cap;
     e.touched = e.changed = aoi__stamp(tick);
+    /* New to every view but one installed this tick (transfer.c), where
+       it stood elsewhere at the last tick: moved. */
+    if (e.flags & AOI_MARKER)
+      e.flags |= AOI__ENTITY_MOVED;
     int rc = aoi__shard_insert(&w->allocator, s, w->location, &e);
     if (rc != 0) {
       aoi__fail(k, rc);
@@ -139,6 +143,7 @@ static void apply_record(aoi__worker *k, aoi__shard *s, const aoi__queue *q,
     }
     touch(s, r->handle);
     set_mark(w, &e);
+    w->mark[r->handle].moved = e.touched;
     set_appeal(w, &s->entities[w->location[r->handle].slot], host->appeal);
     note_reach(w, s, &e);
     return;

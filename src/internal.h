@@ -283,6 +283,28 @@ void aoi__compute_shard(aoi__worker *k, aoi__shard *s,
 void aoi__view_free(const aoi_allocator *a, aoi__view *view, bool told);
 /* Empties a removed watcher's view: its block goes back to worker k. */
 void aoi__view_recycle(struct aoi__worker *k, aoi__view *view);
+
+/* transfer.c: views that travel between worlds (src/mpi). */
+/* Watcher `id`'s view as of the last tick, as aoi_view, and with move
+   bands the position last told of each (x, y pairs; 0 without bands) in
+   told_xy when it is not NULL (room for 2 * capacity floats). */
+int aoi__view_export(struct aoi_world *w, uint64_t id, uint64_t *ids,
+                     float *told_xy, size_t capacity, size_t *count);
+/* Queues, between ticks, a view for live watcher `watcher` that the next
+   tick puts in place of its own before computing it: `ids` ascending, each
+   a live marker here, with the positions last told (told_xy, NULL for
+   none) where the world has move bands. The watcher must have a record
+   that tick (a move). AOI_EINVAL, AOI_EBUSY, AOI_ENOENT (the watcher or
+   an id), AOI_EFLAGS (not a watcher; an id not a marker, or its own),
+   AOI_ENOMEM; nothing changes on failure. */
+int aoi__view_install(struct aoi_world *w, uint64_t watcher,
+                      const uint64_t *ids, const float *told_xy, size_t n);
+/* The apply step's half, after shard s's records (worker.c). */
+void aoi__adopt_installs(struct aoi__worker *k, aoi__shard *s, uint64_t tick);
+/* Gives back the views no tick adopted (tick.c, at a tick's end), and
+   with _free the list too (world.c). */
+void aoi__installs_clear(struct aoi_world *w);
+void aoi__installs_free(struct aoi_world *w);
 /* Frees worker k's view chunks, with every view block carved from them
    (aoi_destroy; aoi__view_free then frees only the allocator's blocks). */
 void aoi__view_chunks_free(struct aoi__worker *k);

@@ -526,6 +526,7 @@ static void finish(aoi_world *w, bool whole)
   uint64_t c0 = !cpu ? 0 : whole ? w->cpu_mark : aoi__cpu_ns();
   w->tick++;
   end_queues(w);
+  aoi__installs_clear(w);
   int rc = sum_results(w);
   release_handles(w, rc);
   aoi__segments_assign(w);

@@ -596,6 +596,15 @@ typedef struct aoi__spread_move {
   uint32_t handle, shard;
 } aoi__spread_move;
 
+/* A view queued for a watcher (transfer.c): the next tick's apply step of
+   `shard` puts it in place of the watcher's view. */
+typedef struct aoi__install {
+  uint32_t handle;
+  uint32_t shard;
+  bool adopted; /* put in place, or given back */
+  aoi__view view;
+} aoi__install;
+
 struct aoi_world {
   aoi_config config;
   /* Per move band b: the least dx^2 + dy^2 whose square root is above the
@@ -672,6 +681,9 @@ struct aoi_world {
      (tick.c), the handles that have one listed in tag_queued. */
   uint64_t *tag, *tag_next;
   uint32_t *tag_queued;
+  /* Views queued by aoi__view_install for the next tick (transfer.c). */
+  aoi__install *installs;
+  uint32_t install_count, install_capacity;
   uint64_t ref_key;        /* this world's key for its references (odd) */
   uint64_t ref_inverse;    /* ref_key's inverse modulo 2^64 */
   /* Released handles, one ring of handle_capacity (no handle is in it

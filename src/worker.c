@@ -150,8 +150,11 @@ static void tick_apply(aoi__worker *k, const aoi__tick_command *cmd)
     k->reach_put[k->reach_to[i]] = -1;
   k->reach_to_count = 0;
 
-  for (unsigned s = k->index; s < w->shard_count; s += w->threads)
+  for (unsigned s = k->index; s < w->shard_count; s += w->threads) {
     aoi__apply_ops(k, &w->shards[s], cmd->tick, cmd->departures);
+    if (w->install_count > 0)
+      aoi__adopt_installs(k, &w->shards[s], cmd->tick);
+  }
   for (unsigned s = k->index; s < w->shard_count; s += w->threads)
     aoi__find_handoffs(k, &w->shards[s], cmd->relayout, cmd->tick);
   send_batches(k, k->handoffs_out, AOI_PHASE_APPLY);

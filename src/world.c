@@ -44,6 +44,12 @@ const char *aoi_strerror(int code)
   case AOI_EBUSY:
     return "AOI_EBUSY: a tick or a delivery is under way, or a pool has "
            "worlds";
+  case AOI_EREMOTE:
+    return "AOI_EREMOTE: the entity, or the position of an add, is another "
+           "rank's";
+  case AOI_EPEER:
+    return "AOI_EPEER: a peer rank failed, timed out, or sent a message "
+           "that does not decode";
   default:
     return "unknown error";
   }
@@ -154,6 +160,7 @@ static void world_free(aoi_world *w)
   else if (w->pool != NULL)
     atomic_fetch_sub(&w->pool->worlds, 1);
   if (w->workers != NULL) {
+    aoi__installs_free(w); /* its views are lane 0's blocks */
     aoi__worker_free(a, w->workers, w->threads, w->shard_count);
     aoi__free(a, w->workers, sizeof(aoi__worker) * w->threads);
   }

@@ -4,7 +4,11 @@
  * `tick`, the events of every watcher.
  *
  * usage: aoi-replay [--threads N] [--shards M] [--worlds K]
- *                   [--run own|pool|caller] [--async] FILE|-
+ *                   [--run own|pool|caller] [--async] [--mpi] FILE|-
+ *
+ * Built with -DAOI_MPI=ON and run under mpirun with more than one rank
+ * (or given --mpi), it replays the trace on one world spread over the
+ * ranks (replay_mpi_run, replay_mpi.c); rank 0 prints.
  *
  * This file owns the command line only: the options (USAGE and HELP say
  * what each does), AOI_THREADS (used when --threads is not given), opening
@@ -22,13 +26,18 @@
 #include <string.h>
 
 #include "replay.h"
+#ifdef AOI_MPI
+#include <mpi.h>
+
+#include "replay_mpi.h"
+#endif
 
 /* --worlds' limit (HELP says it too): the worlds are made at once, each
    with its lanes. */
 #define MAX_WORLDS 1024u
 #define USAGE                                                                 \
   "usage: aoi-replay [--threads N] [--shards M] [--worlds K]\n"               \
-  "                  [--run own|pool|caller] [--async] FILE|-\n"
+  "                  [--run own|pool|caller] [--async] [--mpi] FILE|-\n"
 #define HELP                                                                  \
   "Replays a trace (docs/trace-format.md) from FILE, or - for standard\n"     \
   "input, and prints every tick's events; the output is the same for\n"       \
@@ -47,6 +56,10 @@
   "                world); pool: every world on one shared pool (default\n"   \
   "                for several); caller: on the thread that ticks them\n"     \
   "  --async       tick with aoi_tick_many_begin and aoi_tick_many_end\n"     \
+  "  --mpi         (an -DAOI_MPI=ON build) one world over the MPI ranks\n"    \
+  "                even with one rank; more than one rank implies it:\n"    \
+  "                each rank's world has --threads lanes and --shards\n"     \
+  "                shards, rank 0 reads the trace and prints\n"              \
   "\n"                                                                        \
   "One world of its own without --async ticks with aoi_tick; every other\n"   \
   "setting with aoi_tick_many. Exit status: 0 when every line applied, 1\n"   \
@@ -82,7 +95,14 @@ int main(int argc, char **argv) {
   const char *path = NULL;
   replay_options options = {0};
   unsigned threads = 0;
-  int threads_given = 0, run_given = 0;
+  int threads_given = 0, run_given = 0, mpi = 0;
+#ifdef AOI_MPI
+  MPI_Init(&argc, &argv);
+  int ranks = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  mpi = ranks > 1;
+#endif
 
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -112,6 +132,8 @@ int main(int argc, char **argv) {
       run_given = 1;
     } else if (strcmp(argv[i], "--async") == 0) {
       options.async = 1;
+    } else if (strcmp(argv[i], "--mpi") == 0) {
+      mpi = 1;
     } else if (path == NULL && (strcmp(argv[i], "-") == 0 || argv[i][0] != '-')) {
       path = argv[i];
     } else {
@@ -134,6 +156,27 @@ int main(int argc, char **argv) {
   if (!run_given)
     options.run = options.worlds > 1 ? AOI_RUN_POOL : AOI_RUN_OWN;
 
+#ifdef AOI_MPI
+  if (mpi) {
+    FILE *min = stdin;
+    if (rank == 0 && strcmp(path, "-") != 0 && (min = fopen(path, "r")) == NULL) {
+      fprintf(stderr, "aoi-replay: %s: %s\n", path, strerror(errno));
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (rank == 0)
+      setvbuf(stdout, output_buffer, _IOFBF, sizeof output_buffer);
+    int status = replay_mpi_run(min, path, stdout, stderr, &options);
+    if (min != stdin)
+      fclose(min);
+    fflush(stdout);
+    MPI_Finalize();
+    return status;
+  }
+#endif
+  if (mpi) {
+    fputs("aoi-replay: --mpi needs a build with -DAOI_MPI=ON\n", stderr);
+    return 2;
+  }
   FILE *in = stdin;
   if (strcmp(path, "-") != 0) {
     in = fopen(path, "r");
@@ -146,5 +189,9 @@ int main(int argc, char **argv) {
   int status = replay_run(in, path, stdout, stderr, &options);
   if (in != stdin)
     fclose(in);
+#ifdef AOI_MPI
+  fflush(stdout);
+  MPI_Finalize();
+#endif
   return status;
 }

@@ -1,0 +1,1208 @@
+/*
+ * world.c: one world across the ranks of an MPI communicator (aoi_mpi.h
+ * is the contract, docs/distributed.md the design).
+ *
+ * Each rank owns a vertical strip of the map and holds, in a world of its
+ * own (`local`), the entities standing in it and ghosts of the entities
+ * of other ranks that stand within `band` (max_radius + hysteresis, more
+ * for the cells shape) of it: every marker an owned watcher can see. A
+ * ghost is a whole entity there, a watcher too when it is one, so that a
+ * watcher arriving by a transfer is already in place; the events of
+ * watchers this rank does not own are computed and dropped.
+ *
+ * A tick, on every rank at once:
+ * 1. Encode. For every owned entity that changed since the last tick,
+ *    and every one removed, a record to each rank that holds or must
+ *    now hold it: a ghost (its whole state), a move (only its position,
+ *    to a rank that holds it already), a drop (it left that rank's band)
+ *    or a removal. One that now stands in another rank's strip goes
+ *    there as a transfer, with its view as of the last tick, and stays
+ *    here as a ghost if it is still within the band.
+ * 2. Exchange: one message to each peer (transport.h).
+ * 3. Apply, in rank order, in three rounds: the ghosts, moves and
+ *    transfers of entities this rank holds or newly holds; then each
+ *    transferred watcher's view is installed in the local world
+ *    (aoi__view_install), its entries named by the ids this rank holds
+ *    as of the last tick; an entry this rank does not hold stood beyond
+ *    the band, so beyond the watcher's reach, and becomes a leave here;
+ *    then the drops and removals, and the entities added again.
+ * 4. Tick the local world and keep the events of the owned watchers,
+ *    with the leaves of step 3 merged in, for aoi_mpi_deliver.
+ *
+ * Why it is exact: a watcher's events at tick t depend on its view at
+ * t - 1 and on the markers within its reach at t. The rank that owns it
+ * at t holds every such marker (they stand within the band of its
+ * strip), and its view, computed there at t - 1 or carried to it by the
+ * transfer. A ghost added to a rank at t is new to every watcher there
+ * that owned no view holding it (it stood beyond the band at t - 1), and
+ * a marker that moved into the band did move, so the moved stamps the
+ * local world sets are the single world's.
+ */
+#include "aoi_mpi.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "transport.h"
+#include "transport_mpi.h"
+#include "wire.h"
+
+enum { CH_POS = 1, CH_STATE = 2 };
+
+/* An entity this rank holds: owned, or a ghost. */
+typedef struct ment {
+  uint64_t id, tag;
+  float x, y, radius, appeal;
+  uint32_t layers, interest, cap;
+  uint8_t flags;   /* AOI_WATCHER | AOI_MARKER */
+  uint8_t owned;
+  uint8_t fresh;   /* added (again) this tick: new to every view */
+  uint8_t changed; /* owned: CH_* since the last tick */
+  uint8_t respawn; /* a fresh copy waits in the apply step's last round */
+  uint8_t sent;    /* owned: ghosts were sent from (px, py) */
+  float px, py;    /* owned: where it stood at the end of the last tick */
+} ment;
+
+typedef struct removed {
+  uint64_t id;
+  float px, py;
+} removed;
+
+typedef struct transfer_note {
+  uint64_t id, tag;
+  int rank, in;
+} transfer_note;
+
+typedef struct watcher_events {
+  uint64_t id, tag;
+  size_t start, count;
+} watcher_events;
+
+typedef struct extra_leave {
+  uint64_t watcher, id, tag;
+} extra_leave;
+
+/* An open-addressed map from id to index in `ents` (linear probing,
+   deletion by backward shift). */
+typedef struct idx_map {
+  uint64_t *keys;
+  uint32_t *vals; /* UINT32_MAX: empty */
+  size_t capacity, count;
+} idx_map;
+
+struct aoi_mpi_world {
+  aoi_config config;
+  aoi_mpi_config mpi;
+  aoi_world *local;
+  transport *t;
+  int rank, ranks;
+  double min_x, max_x, band;
+  ment *ents;
+  size_t count, capacity;
+  idx_map map;
+  removed *gone;
+  size_t gone_count, gone_capacity;
+  /* ghosts an add here replaced since the last tick: their owners' drops
+     and removals may still come */
+  uint64_t *replaced;
+  size_t replaced_count, replaced_capacity;
+  wire_buf *out, *in;
+  uint64_t tick;
+  bool failed;
+  /* the last tick's events of owned watchers */
+  aoi_event *events;
+  size_t event_count, event_capacity;
+  watcher_events *watchers;
+  size_t watcher_count, watcher_capacity;
+  extra_leave *leaves;
+  size_t leave_count, leave_capacity;
+  transfer_note *transfers;
+  size_t transfer_count, transfer_capacity;
+  /* scratch: a view going out or coming in */
+  uint64_t *view_ids;
+  float *view_told;
+  wire_view_entry *view_out;
+  size_t view_capacity;
+  int *deferred; /* apply step: records waiting for the last round */
+  aoi_mpi_stats stats;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+  if (need <= *cap)
+    return 0;
+  size_t c = *cap < 16 ? 16 : *cap;
+  while (c < need)
+    c *= 2;
+  void *q = realloc(*p, c * size);
+  if (q == NULL)
+    return AOI_ENOMEM;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static uint32_t map_get(const idx_map *m, uint64_t id)
+{
+  if (m->capacity == 0)
+    return UINT32_MAX;
+  size_t mask = m->capacity - 1;
+  for (size_t i = mix(id) & mask;; i = (i + 1) & mask) {
+    if (m->vals[i] == UINT32_MAX)
+      return UINT32_MAX;
+    if (m->keys[i] == id)
+      return m->vals[i];
+  }
+}
+
+static int map_put(idx_map *m, uint64_t id, uint32_t v);
+
+static int map_grow(idx_map *m)
+{
+  idx_map bigger = {0};
+  bigger.capacity = m->capacity == 0 ? 64 : 2 * m->capacity;
+  bigger.keys = malloc(bigger.capacity * sizeof(uint64_t));
+  bigger.vals = malloc(bigger.capacity * sizeof(uint32_t));
+  if (bigger.keys == NULL || bigger.vals == NULL) {
+    free(bigger.keys);
+    free(bigger.vals);
+    return AOI_ENOMEM;
+  }
+  memset(bigger.vals, 0xff, bigger.capacity * sizeof(uint32_t));
+  for (size_t i = 0; i < m->capacity; i++)
+    if (m->vals[i] != UINT32_MAX)
+      (void)map_put(&bigger, m->keys[i], m->vals[i]);
+  free(m->keys);
+  free(m->vals);
+  *m = bigger;
+  return 0;
+}
+
+static int map_put(idx_map *m, uint64_t id, uint32_t v)
+{
+  if ((m->count + 1) * 2 > m->capacity) {
+    int rc = map_grow(m);
+    if (rc != 0)
+      return rc;
+  }
+  size_t mask = m->capacity - 1;
+  for (size_t i = mix(id) & mask;; i = (i + 1) & mask) {
+    if (m->vals[i] == UINT32_MAX) {
+      m->keys[i] = id;
+      m->vals[i] = v;
+      m->count++;
+      return 0;
+    }
+    if (m->keys[i] == id) {
+      m->vals[i] = v;
+      return 0;
+    }
+  }
+}
+
+static void map_del(idx_map *m, uint64_t id)
+{
+  size_t mask = m->capacity - 1;
+  size_t i = mix(id) & mask;
+  while (m->vals[i] != UINT32_MAX && m->keys[i] != id)
+    i = (i + 1) & mask;
+  if (m->vals[i] == UINT32_MAX)
+    return;
+  m->vals[i] = UINT32_MAX;
+  m->count--;
+  /* shift back the entries the hole would cut from their home */
+  for (size_t j = (i + 1) & mask; m->vals[j] != UINT32_MAX;
+       j = (j + 1) & mask) {
+    size_t home = mix(m->keys[j]) & mask;
+    bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (between)
+      continue;
+    m->keys[i] = m->keys[j];
+    m->vals[i] = m->vals[j];
+    m->vals[j] = UINT32_MAX;
+    i = j;
+  }
+}
+
+static ment *find(const aoi_mpi_world *w, uint64_t id)
+{
+  uint32_t i = map_get(&w->map, id);
+  return i == UINT32_MAX ? NULL : &w->ents[i];
+}
+
+/* Adds a record for e (not held yet); NULL when out of memory. */
+static ment *hold(aoi_mpi_world *w, const ment *e)
+{
+  if (w->count >= UINT32_MAX - 1 ||
+      grow((void **)&w->ents, &w->capacity, w->count + 1, sizeof(ment)) != 0 ||
+      map_put(&w->map, e->id, (uint32_t)w->count) != 0)
+    return NULL;
+  w->ents[w->count] = *e;
+  return &w->ents[w->count++];
+}
+
+static void forget(aoi_mpi_world *w, uint64_t id)
+{
+  uint32_t i = map_get(&w->map, id);
+  if (i == UINT32_MAX)
+    return;
+  map_del(&w->map, id);
+  size_t last = w->count - 1;
+  if (i != last) {
+    w->ents[i] = w->ents[last];
+    (void)map_put(&w->map, w->ents[i].id, i); /* an existing key: no growth */
+  }
+  w->count--;
+}
+
+/* ---- the strips --------------------------------------------------------- */
+
+static double strip_lo(const aoi_mpi_world *w, int q)
+{
+  if (q <= 0)
+    return -INFINITY;
+  return w->min_x + (w->max_x - w->min_x) * q / w->ranks;
+}
+
+static double strip_hi(const aoi_mpi_world *w, int q)
+{
+  return q >= w->ranks - 1 ? INFINITY : strip_lo(w, q + 1);
+}
+
+static int owner_of(const aoi_mpi_world *w, double x)
+{
+  int q = 0;
+  while (q + 1 < w->ranks && x >= strip_lo(w, q + 1))
+    q++;
+  return q;
+}
+
+/* The ranks whose band holds x: [*first, *last]. */
+static void band_ranks(const aoi_mpi_world *w, double x, int *first, int *last)
+{
+  int q = owner_of(w, x);
+  int a = q, b = q;
+  while (a > 0 && x <= strip_hi(w, a - 1) + w->band)
+    a--;
+  while (b + 1 < w->ranks && x >= strip_lo(w, b + 1) - w->band)
+    b++;
+  *first = a;
+  *last = b;
+}
+
+static bool in_band(const aoi_mpi_world *w, double x, int q)
+{
+  return x >= strip_lo(w, q) - w->band && x <= strip_hi(w, q) + w->band;
+}
+
+/* ---- create, destroy, small queries ------------------------------------- */
+
+void aoi_mpi_config_default(aoi_mpi_config *mpi)
+{
+  if (mpi != NULL)
+    mpi->timeout_ms = 10000;
+}
+
+/* A digest of the config, which every rank must share. */
+static uint64_t config_digest(const aoi_config *c, const aoi_mpi_config *m)
+{
+  float f[] = {c->min_x,      c->min_y,      c->max_x,     c->max_y,
+               c->max_radius, c->hysteresis, c->cell_size};
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+    uint32_t bits;
+    memcpy(&bits, &f[i], sizeof(bits));
+    h = mix(h ^ bits);
+  }
+  h = mix(h ^ (uint64_t)c->move_events);
+  h = mix(h ^ (uint64_t)c->shape);
+  h = mix(h ^ (uint64_t)c->move_band_count);
+  for (unsigned i = 0; i < c->move_band_count && i < AOI_MAX_MOVE_BANDS; i++) {
+    uint32_t bits;
+    memcpy(&bits, &c->move_bands[i].distance, sizeof(bits));
+    h = mix(h ^ bits ^ ((uint64_t)c->move_bands[i].period << 32));
+  }
+  return mix(h ^ m->timeout_ms);
+}
+
+int aoi_mpi_create(const aoi_config *config, const aoi_mpi_config *mpi,
+                   MPI_Comm comm, aoi_mpi_world **out)
+{
+  if (config == NULL || out == NULL ||
+      (config->run != AOI_RUN_OWN && config->run != AOI_RUN_CALLER))
+    return AOI_EINVAL;
+  aoi_mpi_config m;
+  aoi_mpi_config_default(&m);
+  if (mpi != NULL)
+    m = *mpi;
+  if (m.timeout_ms == 0)
+    return AOI_EINVAL;
+  aoi_mpi_world *w = calloc(1, sizeof(*w));
+  if (w == NULL)
+    return AOI_ENOMEM;
+  w->config = *config;
+  w->mpi = m;
+  int rc = transport_mpi_create(comm, m.timeout_ms, &w->t);
+  if (rc != 0) {
+    free(w);
+    return rc;
+  }
+  w->rank = w->t->rank;
+  w->ranks = w->t->ranks;
+  w->min_x = config->min_x;
+  w->max_x = config->max_x;
+  if (!(w->min_x < w->max_x)) {
+    w->min_x = 0;
+    w->max_x = 1000;
+  }
+  double reach = (double)config->max_radius + (double)config->hysteresis;
+  if (config->shape == AOI_SHAPE_CELLS)
+    reach = (ceil(reach / config->cell_size) + 1) * config->cell_size;
+  w->band = reach * (1 + 1e-6) + 1e-3;
+  /* The local world's first layout covers this rank's strip and band. */
+  aoi_config local = *config;
+  double lo = strip_lo(w, w->rank), hi = strip_hi(w, w->rank);
+  local.min_x = (float)(isfinite(lo) ? lo - w->band : w->min_x);
+  local.max_x = (float)(isfinite(hi) ? hi + w->band : w->max_x);
+  if (!(local.min_x < local.max_x))
+    local.max_x = local.min_x + 1;
+  if ((rc = w->t->agree(w->t, config_digest(config, &m))) != 0 ||
+      (rc = aoi_create(&local, &w->local)) != 0) {
+    aoi_mpi_destroy(w);
+    return rc;
+  }
+  w->out = calloc((size_t)w->ranks, sizeof(wire_buf));
+  w->in = calloc((size_t)w->ranks, sizeof(wire_buf));
+  w->deferred = NULL;
+  if (w->out == NULL || w->in == NULL) {
+    aoi_mpi_destroy(w);
+    return AOI_ENOMEM;
+  }
+  *out = w;
+  return 0;
+}
+
+int aoi_mpi_destroy(aoi_mpi_world *w)
+{
+  if (w == NULL)
+    return 0;
+  aoi_destroy(w->local);
+  if (w->t != NULL)
+    w->t->destroy(w->t);
+  for (int q = 0; w->out != NULL && q < w->ranks; q++)
+    wire_buf_free(&w->out[q]);
+  for (int q = 0; w->in != NULL && q < w->ranks; q++)
+    wire_buf_free(&w->in[q]);
+  free(w->out);
+  free(w->in);
+  free(w->ents);
+  free(w->map.keys);
+  free(w->map.vals);
+  free(w->gone);
+  free(w->replaced);
+  free(w->events);
+  free(w->watchers);
+  free(w->leaves);
+  free(w->transfers);
+  free(w->view_ids);
+  free(w->view_told);
+  free(w->view_out);
+  free(w->deferred);
+  free(w);
+  return 0;
+}
+
+int aoi_mpi_rank(const aoi_mpi_world *w) { return w == NULL ? -1 : w->rank; }
+int aoi_mpi_ranks(const aoi_mpi_world *w) { return w == NULL ? 0 : w->ranks; }
+
+int aoi_mpi_rank_of(const aoi_mpi_world *w, float x, float y)
+{
+  if (w == NULL || !isfinite(x) || !isfinite(y))
+    return -1;
+  return owner_of(w, x);
+}
+
+int aoi_mpi_owns(const aoi_mpi_world *w, uint64_t id)
+{
+  const ment *e = w == NULL ? NULL : find(w, id);
+  return e != NULL && e->owned;
+}
+
+aoi_world *aoi_mpi_local(aoi_mpi_world *w)
+{
+  return w == NULL ? NULL : w->local;
+}
+
+int aoi_mpi_stats_get(const aoi_mpi_world *w, aoi_mpi_stats *stats)
+{
+  if (w == NULL || stats == NULL)
+    return AOI_EINVAL;
+  *stats = w->stats;
+  return 0;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+/* The owned entity `id`, or NULL with *rc. */
+static ment *owned(aoi_mpi_world *w, uint64_t id, int *rc)
+{
+  if (w == NULL) {
+    *rc = AOI_EINVAL;
+    return NULL;
+  }
+  if (w->failed) {
+    *rc = AOI_EPEER;
+    return NULL;
+  }
+  ment *e = find(w, id);
+  *rc = e == NULL ? AOI_ENOENT : !e->owned ? AOI_EREMOTE : 0;
+  return *rc == 0 ? e : NULL;
+}
+
+static bool radius_ok(const aoi_mpi_world *w, float r)
+{
+  return isfinite(r) && r >= 0 && r <= w->config.max_radius;
+}
+
+int aoi_mpi_add(aoi_mpi_world *w, const aoi_entity *entity)
+{
+  if (w == NULL || entity == NULL)
+    return AOI_EINVAL;
+  if (w->failed)
+    return AOI_EPEER;
+  ment *was = find(w, entity->id);
+  if (was != NULL && was->owned)
+    return AOI_EEXIST;
+  unsigned role = entity->flags;
+  if (role == 0 || (role & ~(AOI_WATCHER | AOI_MARKER)) != 0)
+    return AOI_EFLAGS;
+  if (!isfinite(entity->x) || !isfinite(entity->y))
+    return AOI_ECOORD;
+  if (!radius_ok(w, entity->radius))
+    return AOI_ERADIUS;
+  if (owner_of(w, entity->x) != w->rank)
+    return AOI_EREMOTE;
+  if (grow((void **)&w->ents, &w->capacity, w->count + 1, sizeof(ment)) != 0 ||
+      grow((void **)&w->replaced, &w->replaced_capacity,
+           w->replaced_count + 1, sizeof(uint64_t)) != 0)
+    return AOI_ENOMEM;
+  if (was != NULL) {
+    /* a ghost: its owner removed it this tick, and it is added here */
+    int rc = aoi_remove(w->local, entity->id);
+    if (rc != 0)
+      return rc;
+    forget(w, entity->id);
+    w->replaced[w->replaced_count++] = entity->id;
+  }
+  int rc = aoi_add(w->local, entity);
+  if (rc != 0)
+    return rc;
+  ment e = {0};
+  e.id = entity->id;
+  e.tag = entity->tag;
+  e.x = entity->x;
+  e.y = entity->y;
+  e.radius = entity->radius;
+  e.layers = entity->layers;
+  e.interest = entity->interest;
+  e.flags = (uint8_t)role;
+  e.owned = 1;
+  e.fresh = 1;
+  e.changed = CH_POS | CH_STATE;
+  if (hold(w, &e) == NULL) {
+    (void)aoi_remove(w->local, entity->id);
+    return AOI_ENOMEM;
+  }
+  return 0;
+}
+
+int aoi_mpi_move(aoi_mpi_world *w, uint64_t id, float x, float y)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_move(w->local, id, x, y)) != 0)
+    return rc;
+  e->x = x;
+  e->y = y;
+  e->changed |= CH_POS;
+  return 0;
+}
+
+int aoi_mpi_set_radius(aoi_mpi_world *w, uint64_t id, float radius)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_set_radius(w->local, id, radius)) != 0)
+    return rc;
+  e->radius = radius;
+  e->changed |= CH_STATE;
+  return 0;
+}
+
+int aoi_mpi_set_layers(aoi_mpi_world *w, uint64_t id, uint32_t layers,
+                       uint32_t interest)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_set_layers(w->local, id, layers, interest)) != 0)
+    return rc;
+  e->layers = layers;
+  e->interest = interest;
+  e->changed |= CH_STATE;
+  return 0;
+}
+
+int aoi_mpi_set_appeal(aoi_mpi_world *w, uint64_t id, float appeal)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_set_appeal(w->local, id, appeal)) != 0)
+    return rc;
+  e->appeal = appeal;
+  e->changed |= CH_STATE;
+  return 0;
+}
+
+int aoi_mpi_set_cap(aoi_mpi_world *w, uint64_t id, uint32_t cap)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_set_cap(w->local, id, cap)) != 0)
+    return rc;
+  e->cap = cap;
+  e->changed |= CH_STATE;
+  return 0;
+}
+
+int aoi_mpi_set_tag(aoi_mpi_world *w, uint64_t id, uint64_t tag)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if ((rc = aoi_set_tag(w->local, id, tag)) != 0)
+    return rc;
+  e->tag = tag;
+  e->changed |= CH_STATE;
+  return 0;
+}
+
+int aoi_mpi_remove(aoi_mpi_world *w, uint64_t id)
+{
+  int rc;
+  ment *e = owned(w, id, &rc);
+  if (e == NULL)
+    return rc;
+  if (!e->fresh && grow((void **)&w->gone, &w->gone_capacity,
+                        w->gone_count + 1, sizeof(removed)) != 0)
+    return AOI_ENOMEM;
+  if ((rc = aoi_remove(w->local, id)) != 0)
+    return rc;
+  /* One added since the last tick was never seen anywhere: nothing to
+     tell. Else every rank that holds its ghost drops it. */
+  if (!e->fresh && e->sent)
+    w->gone[w->gone_count++] = (removed){id, e->px, e->py};
+  forget(w, id);
+  return 0;
+}
+
+/* ---- a tick: encode ----------------------------------------------------- */
+
+static wire_entity entity_of(const ment *e)
+{
+  wire_entity x = {e->id,     e->tag,      e->x,     e->y,
+                   e->radius, e->appeal,   e->layers, e->interest,
+                   e->cap,    (uint8_t)(e->flags | (e->fresh ? WIRE_FRESH : 0))};
+  return x;
+}
+
+static int note_transfer(aoi_mpi_world *w, uint64_t id, uint64_t tag,
+                         int rank, int in)
+{
+  if (grow((void **)&w->transfers, &w->transfer_capacity,
+           w->transfer_count + 1, sizeof(transfer_note)) != 0)
+    return AOI_ENOMEM;
+  w->transfers[w->transfer_count++] = (transfer_note){id, tag, rank, in};
+  return 0;
+}
+
+/* Owned watcher e's view as of the last tick, into w->view_out. */
+static int export_view(aoi_mpi_world *w, const ment *e, uint32_t *n)
+{
+  *n = 0;
+  if (!(e->flags & AOI_WATCHER) || e->fresh)
+    return 0;
+  size_t count = 0;
+  int rc = aoi__view_export(w->local, e->id, w->view_ids, w->view_told,
+                            w->view_capacity, &count);
+  if (rc == 0 && count > w->view_capacity) {
+    size_t cap = w->view_capacity;
+    if (grow((void **)&w->view_ids, &cap, count, sizeof(uint64_t)) != 0 ||
+        (cap = w->view_capacity,
+         grow((void **)&w->view_told, &cap, 2 * count, sizeof(float))) != 0 ||
+        (cap = w->view_capacity,
+         grow((void **)&w->view_out, &cap, count, sizeof(wire_view_entry))) !=
+            0)
+      return AOI_ENOMEM;
+    w->view_capacity = count;
+    rc = aoi__view_export(w->local, e->id, w->view_ids, w->view_told,
+                          w->view_capacity, &count);
+  }
+  if (rc != 0)
+    return rc;
+  for (size_t i = 0; i < count; i++) {
+    const ment *m = find(w, w->view_ids[i]);
+    /* every marker a view holds is held here (or was removed since, and
+       its tag is the world's last) */
+    uint64_t tag = m != NULL ? m->tag : 0;
+    w->view_out[i] = (wire_view_entry){w->view_ids[i], tag,
+                                       w->view_told[2 * i],
+                                       w->view_told[2 * i + 1]};
+  }
+  *n = (uint32_t)count;
+  return 0;
+}
+
+static int encode(aoi_mpi_world *w)
+{
+  int rc = 0;
+  for (int q = 0; q < w->ranks; q++)
+    if ((rc = wire_begin(&w->out[q], w->tick, (uint32_t)w->rank)) != 0)
+      return rc;
+  for (size_t i = 0; i < w->gone_count; i++) {
+    int a, b;
+    band_ranks(w, w->gone[i].px, &a, &b);
+    for (int q = a; q <= b; q++)
+      if (q != w->rank &&
+          (rc = wire_put_id(&w->out[q], WIRE_REMOVE, w->gone[i].id)) != 0)
+        return rc;
+  }
+  for (size_t i = 0; i < w->count; i++) {
+    ment *e = &w->ents[i];
+    if (!e->owned || (!e->changed && !e->fresh))
+      continue;
+    int to = owner_of(w, e->x);
+    wire_entity we = entity_of(e);
+    if (to != w->rank) {
+      uint32_t n;
+      if ((rc = export_view(w, e, &n)) != 0 ||
+          (rc = wire_put_transfer(&w->out[to], &we, w->view_out, n)) != 0 ||
+          (rc = note_transfer(w, e->id, e->tag, to, 0)) != 0)
+        return rc;
+    }
+    int a, b, pa = -1, pb = -2; /* none before it was sent */
+    band_ranks(w, e->x, &a, &b);
+    int lo = a, hi = b;
+    if (e->sent) {
+      band_ranks(w, e->px, &pa, &pb);
+      lo = a < pa ? a : pa;
+      hi = b > pb ? b : pb;
+    }
+    for (int q = lo; q <= hi; q++) {
+      if (q == w->rank || q == to)
+        continue;
+      bool now = q >= a && q <= b, before = q >= pa && q <= pb;
+      if (!now && !before)
+        continue; /* between two ranges apart */
+      if (!now)
+        rc = wire_put_id(&w->out[q], WIRE_DROP, e->id);
+      else if (before && !e->fresh && e->changed == CH_POS)
+        rc = wire_put_move(&w->out[q], e->id, e->x, e->y);
+      else
+        rc = wire_put_ghost(&w->out[q], &we);
+      if (rc != 0)
+        return rc;
+    }
+  }
+  for (int q = 0; q < w->ranks; q++)
+    wire_finish(&w->out[q]);
+  return 0;
+}
+
+/* The entities transferred out: ghosts here, or gone when beyond the
+   band. After encode, which read their views. */
+static int demote(aoi_mpi_world *w)
+{
+  for (size_t i = 0; i < w->count;) {
+    ment *e = &w->ents[i];
+    if (!e->owned || owner_of(w, e->x) == w->rank) {
+      i++;
+      continue;
+    }
+    e->owned = 0;
+    if (in_band(w, e->x, w->rank)) {
+      i++;
+      continue;
+    }
+    int rc = aoi_remove(w->local, e->id);
+    if (rc != 0)
+      return rc;
+    forget(w, e->id); /* the last one moved into i */
+  }
+  return 0;
+}
+
+/* ---- a tick: apply ------------------------------------------------------ */
+
+static void copy_state(ment *e, const wire_entity *we)
+{
+  e->tag = we->tag;
+  e->x = we->x;
+  e->y = we->y;
+  e->radius = we->radius;
+  e->appeal = we->appeal;
+  e->layers = we->layers;
+  e->interest = we->interest;
+  e->cap = we->cap;
+  e->flags = we->flags & (AOI_WATCHER | AOI_MARKER);
+  e->fresh = (we->flags & WIRE_FRESH) != 0;
+}
+
+/* Adds entity we to the local world and holds it. */
+static int add_local(aoi_mpi_world *w, const wire_entity *we, bool own)
+{
+  aoi_entity a = {we->id,     we->tag,
+                  we->x,      we->y,
+                  we->radius, we->flags & (AOI_WATCHER | AOI_MARKER),
+                  we->layers, we->interest};
+  int rc = aoi_add(w->local, &a);
+  if (rc == 0 && we->appeal != 0)
+    rc = aoi_set_appeal(w->local, we->id, we->appeal);
+  if (rc == 0 && we->cap != 0)
+    rc = aoi_set_cap(w->local, we->id, we->cap);
+  if (rc != 0)
+    return rc == AOI_ENOMEM ? rc : AOI_EPEER;
+  ment e = {0};
+  e.id = we->id;
+  copy_state(&e, we);
+  e.owned = own;
+  if (hold(w, &e) == NULL)
+    return AOI_ENOMEM;
+  return 0;
+}
+
+/* Brings held entity e to state we in the local world. */
+static int update_local(aoi_mpi_world *w, ment *e, const wire_entity *we)
+{
+  int rc = 0;
+  aoi_world *l = w->local;
+  if ((we->flags & (AOI_WATCHER | AOI_MARKER)) != e->flags)
+    return AOI_EPEER; /* roles never change */
+  if (e->x != we->x || e->y != we->y)
+    rc = aoi_move(l, we->id, we->x, we->y);
+  if (rc == 0 && e->radius != we->radius)
+    rc = aoi_set_radius(l, we->id, we->radius);
+  if (rc == 0 && (e->layers != we->layers || e->interest != we->interest))
+    rc = aoi_set_layers(l, we->id, we->layers, we->interest);
+  if (rc == 0 && e->appeal != we->appeal)
+    rc = aoi_set_appeal(l, we->id, we->appeal);
+  if (rc == 0 && e->cap != we->cap)
+    rc = aoi_set_cap(l, we->id, we->cap);
+  if (rc == 0 && e->tag != we->tag)
+    rc = aoi_set_tag(l, we->id, we->tag);
+  if (rc != 0)
+    return rc == AOI_ENOMEM ? rc : AOI_EPEER;
+  copy_state(e, we);
+  return 0;
+}
+
+/* Installs transferred watcher rec's view: the entries this rank held at
+   the last tick go into the local world, the others become leaves. */
+static int install(aoi_mpi_world *w, const wire_record *rec)
+{
+  uint32_t n = rec->view_count, kept = 0;
+  size_t cap = w->view_capacity;
+  if (n > cap) {
+    if (grow((void **)&w->view_ids, &cap, n, sizeof(uint64_t)) != 0 ||
+        (cap = w->view_capacity,
+         grow((void **)&w->view_told, &cap, 2 * (size_t)n, sizeof(float))) !=
+            0 ||
+        (cap = w->view_capacity,
+         grow((void **)&w->view_out, &cap, n, sizeof(wire_view_entry))) != 0)
+      return AOI_ENOMEM;
+    w->view_capacity = n;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    wire_view_entry v = wire_view_at(rec, i);
+    const ment *m = find(w, v.id);
+    if (m != NULL && !m->fresh && !m->respawn && (m->flags & AOI_MARKER)) {
+      w->view_ids[kept] = v.id;
+      w->view_told[2 * kept] = v.told_x;
+      w->view_told[2 * kept + 1] = v.told_y;
+      kept++;
+      continue;
+    }
+    if (grow((void **)&w->leaves, &w->leave_capacity, w->leave_count + 1,
+             sizeof(extra_leave)) != 0)
+      return AOI_ENOMEM;
+    w->leaves[w->leave_count++] = (extra_leave){rec->e.id, v.id, v.tag};
+  }
+  int rc = aoi__view_install(w->local, rec->e.id, w->view_ids, w->view_told,
+                             kept);
+  return rc == 0 || rc == AOI_ENOMEM ? rc : AOI_EPEER;
+}
+
+/* Round one for peer q's message: ghosts, moves, transfers. Fresh copies
+   of an id held here wait for round three (*deferred). */
+static int apply_first(aoi_mpi_world *w, int q, size_t *deferred)
+{
+  wire_reader r;
+  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
+                     w->config.max_radius);
+  if (rc != 0)
+    return rc;
+  wire_record rec;
+  while ((rc = wire_next(&r, &rec)) == 1) {
+    ment *e = find(w, rec.e.id);
+    switch (rec.kind) {
+    case WIRE_MOVE:
+      if (e == NULL || e->owned || e->fresh)
+        return AOI_EPEER;
+      if ((rc = aoi_move(w->local, e->id, rec.e.x, rec.e.y)) != 0)
+        return rc == AOI_ENOMEM ? rc : AOI_EPEER;
+      e->x = rec.e.x;
+      e->y = rec.e.y;
+      break;
+    case WIRE_GHOST:
+    case WIRE_TRANSFER: {
+      bool own = rec.kind == WIRE_TRANSFER;
+      bool fresh = (rec.e.flags & WIRE_FRESH) != 0;
+      if (own && note_transfer(w, rec.e.id, rec.e.tag, q, 1) != 0)
+        return AOI_ENOMEM;
+      if (e != NULL && e->owned && !e->fresh)
+        return AOI_EPEER; /* another rank claims what this one owns */
+      if (e != NULL && fresh) {
+        e->respawn = 1;
+        (*deferred)++;
+        break;
+      }
+      if (e == NULL)
+        rc = add_local(w, &rec.e, own);
+      else if (e->fresh)
+        return AOI_EPEER; /* two fresh copies of one id */
+      else if ((rc = update_local(w, e, &rec.e)) == 0)
+        e->owned = own;
+      if (rc != 0)
+        return rc;
+      break;
+    }
+    case WIRE_DROP:
+    case WIRE_REMOVE:
+      break;
+    }
+  }
+  return rc;
+}
+
+/* Round two: the views of the watchers transferred here. */
+static int apply_views(aoi_mpi_world *w, int q)
+{
+  wire_reader r;
+  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
+                     w->config.max_radius);
+  wire_record rec;
+  while (rc == 0 && (rc = wire_next(&r, &rec)) == 1) {
+    rc = 0;
+    if (rec.kind == WIRE_TRANSFER && !(rec.e.flags & WIRE_FRESH) &&
+        (rec.e.flags & AOI_WATCHER))
+      rc = install(w, &rec);
+  }
+  return rc < 0 ? rc : 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Round three: drops and removals of what was held at the last tick, then
+   the fresh copies of ids held here (removed, then added again). */
+static int apply_last(aoi_mpi_world *w, int q, bool fresh_round)
+{
+  wire_reader r;
+  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
+                     w->config.max_radius);
+  wire_record rec;
+  while (rc == 0 && (rc = wire_next(&r, &rec)) == 1) {
+    rc = 0;
+    ment *e = find(w, rec.e.id);
+    if (!fresh_round && (rec.kind == WIRE_DROP || rec.kind == WIRE_REMOVE)) {
+      if (e == NULL && bsearch(&rec.e.id, w->replaced, w->replaced_count,
+                               sizeof(uint64_t), by_id) != NULL)
+        continue; /* the ghost an add here replaced */
+      if (e == NULL)
+        return AOI_EPEER;
+      if (e->fresh) /* added here again already */
+        continue;
+      if (e->owned)
+        return AOI_EPEER;
+      if ((rc = aoi_remove(w->local, e->id)) != 0)
+        return rc;
+      if (e->respawn) {
+        e->respawn = 2; /* gone here; its fresh copy comes next */
+        continue;
+      }
+      forget(w, rec.e.id);
+    } else if (fresh_round &&
+               (rec.kind == WIRE_GHOST || rec.kind == WIRE_TRANSFER) &&
+               (rec.e.flags & WIRE_FRESH) && e != NULL && e->respawn) {
+      if (e->respawn == 1 && (rc = aoi_remove(w->local, e->id)) != 0)
+        return rc;
+      forget(w, rec.e.id);
+      if ((rc = add_local(w, &rec.e, rec.kind == WIRE_TRANSFER)) != 0)
+        return rc;
+    }
+  }
+  return rc < 0 ? rc : 0;
+}
+
+static int apply(aoi_mpi_world *w)
+{
+  int rc;
+  size_t deferred = 0;
+  qsort(w->replaced, w->replaced_count, sizeof(uint64_t), by_id);
+  for (int q = 0; q < w->ranks; q++)
+    if (q != w->rank && (rc = apply_first(w, q, &deferred)) != 0)
+      return rc;
+  for (int q = 0; q < w->ranks; q++)
+    if (q != w->rank && (rc = apply_views(w, q)) != 0)
+      return rc;
+  for (int q = 0; q < w->ranks; q++)
+    if (q != w->rank && (rc = apply_last(w, q, false)) != 0)
+      return rc;
+  if (deferred > 0)
+    for (int q = 0; q < w->ranks; q++)
+      if (q != w->rank && (rc = apply_last(w, q, true)) != 0)
+        return rc;
+  return 0;
+}
+
+/* ---- a tick: events ----------------------------------------------------- */
+
+static void take_events(void *user, uint64_t watcher, uint64_t watcher_tag,
+                        const aoi_event *events, size_t count)
+{
+  aoi_mpi_world *w = user;
+  const ment *e = find(w, watcher);
+  if (e == NULL || !e->owned || w->failed)
+    return; /* a ghost's: another rank's to deliver */
+  if (grow((void **)&w->events, &w->event_capacity, w->event_count + count,
+           sizeof(aoi_event)) != 0 ||
+      grow((void **)&w->watchers, &w->watcher_capacity, w->watcher_count + 1,
+           sizeof(watcher_events)) != 0) {
+    w->failed = true;
+    return;
+  }
+  memcpy(w->events + w->event_count, events, count * sizeof(aoi_event));
+  w->watchers[w->watcher_count++] =
+      (watcher_events){watcher, watcher_tag, w->event_count, count};
+  w->event_count += count;
+}
+
+static int by_watcher(const void *a, const void *b)
+{
+  uint64_t x = ((const watcher_events *)a)->id,
+           y = ((const watcher_events *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
+static int by_leave(const void *a, const void *b)
+{
+  const extra_leave *x = a, *y = b;
+  if (x->watcher != y->watcher)
+    return x->watcher < y->watcher ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_transfer(const void *a, const void *b)
+{
+  const transfer_note *x = a, *y = b;
+  if (x->in != y->in)
+    return x->in - y->in;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Merges the leaves of the installs into their watchers' events. */
+static int merge_leaves(aoi_mpi_world *w)
+{
+  if (w->leave_count == 0)
+    return 0;
+  qsort(w->leaves, w->leave_count, sizeof(extra_leave), by_leave);
+  /* rebuild the events: each watcher's, with its extra leaves merged */
+  size_t total = w->event_count + w->leave_count;
+  aoi_event *merged = malloc(total * sizeof(aoi_event));
+  size_t nw = w->watcher_count;
+  if (merged == NULL ||
+      grow((void **)&w->watchers, &w->watcher_capacity, nw + w->leave_count,
+           sizeof(watcher_events)) != 0) {
+    free(merged);
+    return AOI_ENOMEM;
+  }
+  uint32_t tick = (uint32_t)w->tick;
+  /* watchers that have leaves only */
+  for (size_t i = 0, j = 0; i < w->leave_count; i++) {
+    if (i > 0 && w->leaves[i].watcher == w->leaves[i - 1].watcher)
+      continue;
+    while (j < nw && w->watchers[j].id < w->leaves[i].watcher)
+      j++;
+    if (j < nw && w->watchers[j].id == w->leaves[i].watcher)
+      continue;
+    const ment *e = find(w, w->leaves[i].watcher);
+    w->watchers[w->watcher_count++] =
+        (watcher_events){w->leaves[i].watcher, e != NULL ? e->tag : 0,
+                         w->event_count, 0};
+  }
+  qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
+  size_t at = 0, l = 0;
+  for (size_t i = 0; i < w->watcher_count; i++) {
+    watcher_events *we = &w->watchers[i];
+    const aoi_event *ev = w->events + we->start;
+    size_t start = at, k = 0;
+    while (l < w->leave_count && w->leaves[l].watcher < we->id)
+      l++;
+    while (k < we->count && ev[k].kind == AOI_LEAVE) {
+      while (l < w->leave_count && w->leaves[l].watcher == we->id &&
+             w->leaves[l].id < ev[k].id) {
+        merged[at++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
+                                   AOI_LEAVE, tick};
+        l++;
+      }
+      merged[at++] = ev[k++];
+    }
+    while (l < w->leave_count && w->leaves[l].watcher == we->id) {
+      merged[at++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
+                                 AOI_LEAVE, tick};
+      l++;
+    }
+    while (k < we->count)
+      merged[at++] = ev[k++];
+    we->start = start;
+    we->count = at - start;
+  }
+  free(w->events);
+  w->events = merged;
+  w->event_count = at;
+  w->event_capacity = total;
+  return 0;
+}
+
+static int gather_events(aoi_mpi_world *w)
+{
+  w->event_count = w->watcher_count = 0;
+  unsigned segments = aoi_delivery_segments(w->local);
+  for (unsigned s = 0; s < segments; s++) {
+    int rc = aoi_deliver(w->local, s, take_events, w);
+    if (rc != 0)
+      return rc;
+  }
+  if (w->failed)
+    return AOI_ENOMEM;
+  qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
+  return merge_leaves(w);
+}
+
+int aoi_mpi_tick(aoi_mpi_world *w)
+{
+  if (w == NULL)
+    return AOI_EINVAL;
+  if (w->failed)
+    return AOI_EPEER;
+  w->tick++;
+  w->transfer_count = w->leave_count = 0;
+  w->event_count = w->watcher_count = 0;
+  memset(&w->stats, 0, sizeof(w->stats));
+  int rc = encode(w);
+  if (rc == 0) {
+    for (int q = 0; q < w->ranks; q++)
+      if (q != w->rank && w->out[q].records > 0) {
+        w->stats.messages++;
+        w->stats.records += w->out[q].records;
+        w->stats.bytes += w->out[q].size;
+      }
+    rc = w->t->exchange(w->t, w->out, w->in, &w->stats.wait_ns);
+  }
+  if (rc == 0)
+    rc = demote(w);
+  if (rc == 0)
+    rc = apply(w);
+  if (rc == 0)
+    rc = aoi_tick(w->local);
+  if (rc == 0)
+    rc = gather_events(w);
+  if (rc != 0) {
+    w->failed = true;
+    return rc;
+  }
+  for (size_t i = 0; i < w->count; i++) {
+    ment *e = &w->ents[i];
+    e->fresh = e->changed = e->respawn = 0;
+    if (e->owned) {
+      e->px = e->x;
+      e->py = e->y;
+      e->sent = 1;
+    } else {
+      e->sent = 0;
+    }
+    if (e->owned)
+      w->stats.owned++;
+    else
+      w->stats.ghosts++;
+  }
+  w->gone_count = w->replaced_count = 0;
+  qsort(w->transfers, w->transfer_count, sizeof(transfer_note), by_transfer);
+  for (size_t i = 0; i < w->transfer_count; i++) {
+    if (w->transfers[i].in)
+      w->stats.transfers_in++;
+    else
+      w->stats.transfers_out++;
+  }
+  return 0;
+}
+
+int aoi_mpi_deliver(aoi_mpi_world *w, aoi_deliver_fn fn, void *user)
+{
+  if (w == NULL || fn == NULL)
+    return AOI_EINVAL;
+  for (size_t i = 0; i < w->watcher_count; i++)
+    if (w->watchers[i].count > 0)
+      fn(user, w->watchers[i].id, w->watchers[i].tag,
+         w->events + w->watchers[i].start, w->watchers[i].count);
+  w->watcher_count = 0;
+  w->event_count = 0;
+  return 0;
+}
+
+int aoi_mpi_transfers(aoi_mpi_world *w, aoi_mpi_transfer_fn fn, void *user)
+{
+  if (w == NULL || fn == NULL)
+    return AOI_EINVAL;
+  for (size_t i = 0; i < w->transfer_count; i++)
+    fn(user, w->transfers[i].id, w->transfers[i].tag, w->transfers[i].rank,
+       w->transfers[i].in);
+  return 0;
+}
