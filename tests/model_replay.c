@@ -66,31 +66,6 @@ static void default_config(aoi_config *config) {
   config->cell_size = 1;
 }
 
-/* -1 (`syntax`) for a move-every line that does not fit those before it. */
-static int apply_config(aoi_config *config, const trace_cmd *cmd) {
-  switch (cmd->kind) {
-  case TRACE_MAX_RADIUS:
-    config->max_radius = (float)cmd->v[0];
-    break;
-  case TRACE_HYSTERESIS:
-    config->hysteresis = (float)cmd->v[0];
-    break;
-  case TRACE_MOVES:
-    config->move_events = cmd->moves;
-    break;
-  case TRACE_SHAPE:
-    config->shape = cmd->shape;
-    if (cmd->shape == AOI_SHAPE_CELLS)
-      config->cell_size = (float)cmd->v[0];
-    break;
-  case TRACE_MOVE_EVERY:
-    return trace_add_move_band(config, cmd);
-  default: /* world: the model has no shards */
-    break;
-  }
-  return 0;
-}
-
 static const char *error_code(int code) {
   switch (code) {
   case AOI_EEXIST:
@@ -133,7 +108,7 @@ static const char *apply_line(replay *r, const char *text, size_t length) {
   if (cmd.kind == TRACE_NONE)
     return NULL;
   if (trace_is_config(cmd.kind)) {
-    if (r->config_locked || apply_config(&r->config, &cmd) != 0)
+    if (r->config_locked || trace_apply_config(&r->config, &cmd) != 0)
       return "syntax";
     model_destroy(r->m);
     r->m = NULL;

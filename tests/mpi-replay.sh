@@ -13,14 +13,17 @@
 # stdout, stderr and the exit status must equal the reference's.
 set -u
 usage="usage: mpi-replay.sh PATH/TO/aoi-replay GEN [TRACE_DIR ...]"
-replay=${1:?$usage}
+aoi_replay=${1:?$usage}
 gen=${2:?$usage}
 shift 2
 seeds=${AOI_MPI_SEEDS:-6}
 mpirun=(mpirun --oversubscribe --quiet)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# every run under a time limit: expect_replay runs $replay ARGUMENTS
+replay=timeout
+# $tmp, $pass, $fail and expect_replay (replay-check.sh)
+# shellcheck source=replay-check.sh
+. "$(dirname "$0")/replay-check.sh"
 
 traces=()
 for dir in "$@"; do
@@ -43,10 +46,10 @@ for seed in $(seq 1 "$seeds"); do
   done
 done
 
-pass=0 fail=0
 for trace in "${traces[@]}"; do
   name=$(basename "$trace" .trace)
-  "$replay" --threads 1 --shards 1 "$trace" >"$tmp/want.out" 2>"$tmp/want.err"
+  "$aoi_replay" --threads 1 --shards 1 "$trace" >"$tmp/want.out" \
+    2>"$tmp/want.err"
   want=$?
   if [ "$want" != 0 ] && [ "$want" != 1 ]; then
     echo "FAIL $name: the one-process reference exited $want"
@@ -56,18 +59,9 @@ for trace in "${traces[@]}"; do
   for ranks in 1 2 3 4; do
     for layout in "1 1" "2 3"; do
       set -- $layout
-      timeout 120 "${mpirun[@]}" -np "$ranks" "$replay" --mpi --threads "$1" \
-        --shards "$2" "$trace" >"$tmp/got.out" 2>"$tmp/got.err"
-      got=$?
-      if [ "$got" = "$want" ] && cmp -s "$tmp/want.out" "$tmp/got.out" &&
-        cmp -s "$tmp/want.err" "$tmp/got.err"; then
-        pass=$((pass + 1))
-      else
-        fail=$((fail + 1))
-        echo "FAIL $name: $ranks ranks, --threads $1 --shards $2: exit $got (want $want)"
-        diff "$tmp/want.out" "$tmp/got.out" | head -5
-        diff "$tmp/want.err" "$tmp/got.err" | head -5
-      fi
+      expect_replay "$name: $ranks ranks, --threads $1 --shards $2" "$want" \
+        "$tmp/want.out" "$tmp/want.err" 120 "${mpirun[@]}" -np "$ranks" \
+        "$aoi_replay" --mpi --threads "$1" --shards "$2" "$trace"
     done
   done
 done

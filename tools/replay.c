@@ -110,38 +110,13 @@ static void report(replay *r, unsigned long line, const char *code) {
   r->rejected = 1;
 }
 
-/* The trace code of an API error; NULL for the errors a trace cannot
-   cause. */
-static const char *error_code(int code) {
-  switch (code) {
-  case AOI_EEXIST:
-    return "exists";
-  case AOI_ENOENT:
-    return "noent";
-  case AOI_ECOORD:
-  case AOI_ERADIUS:
-  case AOI_EFLAGS:
-  case AOI_EINVAL:
-    return "invalid";
-  default:
-    return NULL;
-  }
-}
-
-/* Appends a formatted line to `t`; -1 (after a fatal report) when it
-   cannot grow. */
-static int buffer_printf(replay *r, buffer *t, const char *format, ...) {
-  char line[160];
-  va_list args;
-
-  va_start(args, format);
-  int length = vsnprintf(line, sizeof line, format, args);
-  va_end(args);
-  /* An event line is at most two ids, a word and two %.9g floats. */
-  assert(length > 0 && (size_t)length < sizeof line);
-  if (t->capacity - t->length < (size_t)length) {
+/* Appends `length` bytes (lines) to `t`; -1 (after a fatal report) when
+   it cannot grow. */
+static int buffer_append(replay *r, buffer *t, const char *line,
+                         size_t length) {
+  if (t->capacity - t->length < length) {
     size_t capacity = t->capacity > 0 ? t->capacity : 4096;
-    while (capacity - t->length < (size_t)length)
+    while (capacity - t->length < length)
       capacity *= 2;
     char *data = realloc(t->data, capacity);
     if (data == NULL) {
@@ -151,46 +126,9 @@ static int buffer_printf(replay *r, buffer *t, const char *format, ...) {
     t->data = data;
     t->capacity = capacity;
   }
-  memcpy(t->data + t->length, line, (size_t)length);
-  t->length += (size_t)length;
+  memcpy(t->data + t->length, line, length);
+  t->length += length;
   t->lines++;
-  return 0;
-}
-
-/* Applies a config line to the config; -1 (a `syntax` error, nothing
-   changed) for a move-every line that does not fit those before it. */
-static int apply_config(replay *r, const trace_cmd *cmd) {
-  aoi_config *config = &r->config;
-
-  switch (cmd->kind) {
-  case TRACE_WORLD: {
-    float x0 = (float)cmd->v[0], y0 = (float)cmd->v[1];
-    float x1 = (float)cmd->v[2], y1 = (float)cmd->v[3];
-    config->min_x = x0 < x1 ? x0 : x1;
-    config->max_x = x0 < x1 ? x1 : x0;
-    config->min_y = y0 < y1 ? y0 : y1;
-    config->max_y = y0 < y1 ? y1 : y0;
-    break;
-  }
-  case TRACE_MAX_RADIUS:
-    config->max_radius = (float)cmd->v[0];
-    break;
-  case TRACE_HYSTERESIS:
-    config->hysteresis = (float)cmd->v[0];
-    break;
-  case TRACE_MOVES:
-    config->move_events = cmd->moves;
-    break;
-  case TRACE_SHAPE:
-    config->shape = cmd->shape;
-    if (cmd->shape == AOI_SHAPE_CELLS)
-      config->cell_size = (float)cmd->v[0];
-    break;
-  case TRACE_MOVE_EVERY:
-    return trace_add_move_band(config, cmd);
-  default:
-    break;
-  }
   return 0;
 }
 
@@ -301,21 +239,12 @@ static int gather_events(replay *r, unsigned index) {
       return -1;
     }
     for (size_t j = 0; j < count; j++) {
-      const aoi_event *e = &events[j];
-      switch (e->kind) {
-      case AOI_LEAVE:
-        rc = buffer_printf(r, t, "%" PRIu64 " leave %" PRIu64 "\n", watchers[i],
-                         e->id);
-        break;
-      case AOI_ENTER:
-        rc = buffer_printf(r, t, "%" PRIu64 " enter %" PRIu64 " %.9g %.9g\n",
-                         watchers[i], e->id, (double)e->x, (double)e->y);
-        break;
-      default:
-        rc = buffer_printf(r, t, "%" PRIu64 " move %" PRIu64 " %.9g %.9g\n",
-                         watchers[i], e->id, (double)e->x, (double)e->y);
-        break;
-      }
+      char line[160];
+      int length = trace_format_event(line, sizeof line, watchers[i],
+                                      &events[j]);
+      /* An event line is at most two ids, a word and two %.9g floats. */
+      assert(length > 0 && (size_t)length < sizeof line);
+      rc = buffer_append(r, t, line, (size_t)length);
       if (rc != 0)
         return -1;
     }
@@ -423,7 +352,7 @@ static void apply_line(replay *r, const char *text, size_t length,
   if (cmd.kind == TRACE_NONE)
     return;
   if (trace_is_config(cmd.kind)) {
-    if (r->config_locked || apply_config(r, &cmd) != 0) {
+    if (r->config_locked || trace_apply_config(&r->config, &cmd) != 0) {
       report(r, line, "syntax");
       return;
     }
@@ -441,7 +370,7 @@ static void apply_line(replay *r, const char *text, size_t length,
   int first = 0;
   for (unsigned i = 0; i < r->count; i++) {
     int rc = apply_operation(r->worlds[i], &cmd);
-    if (rc != 0 && error_code(rc) == NULL) {
+    if (rc != 0 && trace_error_code(rc) == NULL) {
       fatal_in(r, "operation", i, rc);
       return;
     }
@@ -454,7 +383,7 @@ static void apply_line(replay *r, const char *text, size_t length,
     }
   }
   if (first != 0)
-    report(r, line, error_code(first));
+    report(r, line, trace_error_code(first));
   else if (cmd.kind == TRACE_ADD)
     r->config_locked = 1;
 }

@@ -25,17 +25,22 @@
 #include "aoi_mpi.h"
 #include "trace.h"
 
-typedef struct text {
+typedef struct text_buf {
   char *data;
   size_t length, capacity;
-} text;
+} text_buf;
 
+/* A rejected line: its API error, or SYNTAX. */
 typedef struct rejection {
   unsigned long line;
-  int code; /* index into codes[] */
+  int rc;
 } rejection;
 
-static const char *const codes[] = {"syntax", "exists", "noent", "invalid"};
+#define SYNTAX 1
+
+typedef struct watcher_text {
+  uint64_t id, at; /* at: the offset of its first line in the text */
+} watcher_text;
 
 typedef struct mreplay {
   aoi_config config;
@@ -47,14 +52,14 @@ typedef struct mreplay {
   unsigned char *used;
   size_t live_capacity, live_count;
   /* this tick's events: text, and per watcher its id and where it starts */
-  text events;
-  uint64_t *watcher_ids;
-  uint64_t *watcher_at;
+  text_buf events;
+  watcher_text *watchers;
   size_t watcher_count, watcher_capacity;
   rejection *rejected;
   size_t rejected_count, rejected_capacity;
   FILE *out, *err;
   unsigned long ticks;
+  unsigned long kill_tick; /* AOI_REPLAY_KILL names this rank: die then */
 } mreplay;
 
 static void die(mreplay *r, const char *what, int rc)
@@ -135,43 +140,13 @@ static void set_live(mreplay *r, uint64_t id, int live)
   r->live[i] = id;
 }
 
-static void reject(mreplay *r, unsigned long line, int code)
+static void reject(mreplay *r, unsigned long line, int rc)
 {
-  if (code == 0 && r->rank != 0)
+  if (rc == SYNTAX && r->rank != 0)
     return; /* every rank parsed the same line: rank 0 tells */
   r->rejected = grow(r, r->rejected, &r->rejected_capacity,
                      r->rejected_count + 1, sizeof(rejection));
-  r->rejected[r->rejected_count++] = (rejection){line, code};
-}
-
-static int code_of(int rc)
-{
-  switch (rc) {
-  case AOI_EEXIST:
-    return 1;
-  case AOI_ENOENT:
-    return 2;
-  case AOI_ECOORD:
-  case AOI_ERADIUS:
-  case AOI_EFLAGS:
-  case AOI_EINVAL:
-    return 3;
-  default:
-    return -1;
-  }
-}
-
-static void append(mreplay *r, const char *format, ...)
-{
-  char line[160];
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(line, sizeof line, format, args);
-  va_end(args);
-  r->events.data = grow(r, r->events.data, &r->events.capacity,
-                        r->events.length + (size_t)n + 1, 1);
-  memcpy(r->events.data + r->events.length, line, (size_t)n);
-  r->events.length += (size_t)n;
+  r->rejected[r->rejected_count++] = (rejection){line, rc};
 }
 
 static void take(void *user, uint64_t watcher, uint64_t tag,
@@ -179,23 +154,14 @@ static void take(void *user, uint64_t watcher, uint64_t tag,
 {
   mreplay *r = user;
   (void)tag;
-  size_t cap = r->watcher_capacity;
-  r->watcher_ids =
-      grow(r, r->watcher_ids, &cap, r->watcher_count + 1, sizeof(uint64_t));
-  cap = r->watcher_capacity;
-  r->watcher_at =
-      grow(r, r->watcher_at, &cap, r->watcher_count + 1, sizeof(uint64_t));
-  r->watcher_capacity = cap;
-  r->watcher_ids[r->watcher_count] = watcher;
-  r->watcher_at[r->watcher_count++] = r->events.length;
+  r->watchers = grow(r, r->watchers, &r->watcher_capacity,
+                     r->watcher_count + 1, sizeof(watcher_text));
+  r->watchers[r->watcher_count++] = (watcher_text){watcher, r->events.length};
   for (size_t j = 0; j < count; j++) {
-    const aoi_event *e = &events[j];
-    if (e->kind == AOI_LEAVE)
-      append(r, "%" PRIu64 " leave %" PRIu64 "\n", watcher, e->id);
-    else
-      append(r, "%" PRIu64 " %s %" PRIu64 " %.9g %.9g\n", watcher,
-             e->kind == AOI_ENTER ? "enter" : "move", e->id, (double)e->x,
-             (double)e->y);
+    r->events.data = grow(r, r->events.data, &r->events.capacity,
+                          r->events.length + 160, 1);
+    r->events.length += (size_t)trace_format_event(
+        r->events.data + r->events.length, 160, watcher, &events[j]);
   }
 }
 
@@ -204,120 +170,78 @@ static void print_tick(mreplay *r)
 {
   r->events.length = 0;
   r->watcher_count = 0;
-  /* AOI_REPLAY_KILL=RANK:TICK: that rank dies before that tick, for the
-     fault test (tests/mpi-fault.sh) */
-  const char *kill_at = getenv("AOI_REPLAY_KILL");
-  int kill_rank = -1;
-  unsigned long kill_tick = 0;
-  if (kill_at != NULL &&
-      sscanf(kill_at, "%d:%lu", &kill_rank, &kill_tick) == 2 &&
-      kill_rank == r->rank && kill_tick == r->ticks + 1)
-    raise(SIGKILL);
+  if (r->kill_tick == r->ticks + 1)
+    raise(SIGKILL); /* the fault test's (tests/mpi-fault.sh) */
   int rc = aoi_mpi_tick(r->world);
   if (rc != 0)
     die(r, "aoi_mpi_tick", rc);
   if ((rc = aoi_mpi_deliver(r->world, take, r)) != 0)
     die(r, "aoi_mpi_deliver", rc);
   r->ticks++;
-  long long mine[2] = {(long long)r->events.length,
-                       (long long)r->watcher_count};
-  long long *all = NULL;
-  if (r->rank == 0 && (all = malloc(2 * sizeof(long long) * r->ranks)) == NULL)
-    die(r, "replay", AOI_ENOMEM);
-  MPI_Gather(mine, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  int *bytes = NULL, *bdisp = NULL, *ids = NULL, *idisp = NULL;
-  char *text_all = NULL;
-  uint64_t *wid = NULL, *wat = NULL;
+  /* per rank: its text's bytes, and its watchers' bytes */
+  int mine[2] = {(int)r->events.length,
+                 (int)(r->watcher_count * sizeof(watcher_text))};
+  int *counts = NULL, *bytes = NULL, *bdisp = NULL, *ibytes = NULL,
+      *idisp = NULL;
+  char *text = NULL;
+  watcher_text *index = NULL;
   if (r->rank == 0) {
-    bytes = calloc(4 * (size_t)r->ranks, sizeof(int));
-    if (bytes == NULL)
+    /* the gathered pairs, then each rank's bytes and offsets of both */
+    if ((counts = calloc(6 * (size_t)r->ranks, sizeof(int))) == NULL)
       die(r, "replay", AOI_ENOMEM);
+    bytes = counts + 2 * r->ranks;
     bdisp = bytes + r->ranks;
-    ids = bdisp + r->ranks;
-    idisp = ids + r->ranks;
-    long long tb = 0, ti = 0;
+    ibytes = bdisp + r->ranks;
+    idisp = ibytes + r->ranks;
+  }
+  MPI_Gather(mine, 2, MPI_INT, counts, 2, MPI_INT, 0, MPI_COMM_WORLD);
+  if (r->rank == 0) {
+    size_t tb = 0, ti = 0;
     for (int q = 0; q < r->ranks; q++) {
-      bytes[q] = (int)all[2 * q];
-      ids[q] = (int)all[2 * q + 1];
+      bytes[q] = counts[2 * q];
+      ibytes[q] = counts[2 * q + 1];
       bdisp[q] = (int)tb;
       idisp[q] = (int)ti;
-      tb += all[2 * q];
-      ti += all[2 * q + 1];
+      tb += (size_t)bytes[q];
+      ti += (size_t)ibytes[q];
     }
-    text_all = malloc((size_t)tb + 1);
-    wid = malloc(((size_t)ti + 1) * sizeof(uint64_t));
-    wat = malloc(((size_t)ti + 1) * sizeof(uint64_t));
-    if (text_all == NULL || wid == NULL || wat == NULL)
+    text = malloc(tb + 1);
+    index = malloc(ti + sizeof(watcher_text));
+    if (text == NULL || index == NULL)
       die(r, "replay", AOI_ENOMEM);
   }
-  MPI_Gatherv(r->events.data, (int)r->events.length, MPI_CHAR, text_all, bytes,
-              bdisp, MPI_CHAR, 0, MPI_COMM_WORLD);
-  MPI_Gatherv(r->watcher_ids, (int)r->watcher_count, MPI_UINT64_T, wid, ids,
-              idisp, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  MPI_Gatherv(r->watcher_at, (int)r->watcher_count, MPI_UINT64_T, wat, ids,
-              idisp, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(r->events.data, mine[0], MPI_CHAR, text, bytes, bdisp, MPI_CHAR,
+              0, MPI_COMM_WORLD);
+  MPI_Gatherv(r->watchers, mine[1], MPI_BYTE, index, ibytes, idisp, MPI_BYTE,
+              0, MPI_COMM_WORLD);
   if (r->rank == 0) {
     fprintf(r->out, "tick %lu\n", r->ticks);
-    /* a merge of the ranks' sorted watcher lists */
+    /* a merge of the ranks' watcher lists, each ascending */
     int *next = calloc((size_t)r->ranks, sizeof(int));
     if (next == NULL)
       die(r, "replay", AOI_ENOMEM);
     for (;;) {
-      int best = -1;
-      for (int q = 0; q < r->ranks; q++)
-        if (next[q] < ids[q] &&
-            (best < 0 || wid[idisp[q] + next[q]] < wid[idisp[best] + next[best]]))
-          best = q;
-      if (best < 0)
+      const watcher_text *best = NULL;
+      int from = -1;
+      for (int q = 0; q < r->ranks; q++) {
+        int n = ibytes[q] / (int)sizeof(watcher_text);
+        const watcher_text *v = index + idisp[q] / sizeof(watcher_text);
+        if (next[q] < n && (best == NULL || v[next[q]].id < best->id)) {
+          best = &v[next[q]];
+          from = q;
+        }
+      }
+      if (best == NULL)
         break;
-      int k = idisp[best] + next[best];
-      size_t from = (size_t)wat[k];
-      size_t to = next[best] + 1 < ids[best] ? (size_t)wat[k + 1]
-                                             : (size_t)bytes[best];
-      fwrite(text_all + bdisp[best] + from, 1, to - from, r->out);
-      next[best]++;
+      int n = ibytes[from] / (int)sizeof(watcher_text);
+      size_t end = ++next[from] < n ? best[1].at : (size_t)bytes[from];
+      fwrite(text + bdisp[from] + best->at, 1, end - best->at, r->out);
     }
     free(next);
   }
-  free(all);
-  free(bytes);
-  free(text_all);
-  free(wid);
-  free(wat);
-}
-
-static int apply_config(aoi_config *config, const trace_cmd *cmd)
-{
-  switch (cmd->kind) {
-  case TRACE_WORLD: {
-    float x0 = (float)cmd->v[0], y0 = (float)cmd->v[1];
-    float x1 = (float)cmd->v[2], y1 = (float)cmd->v[3];
-    config->min_x = x0 < x1 ? x0 : x1;
-    config->max_x = x0 < x1 ? x1 : x0;
-    config->min_y = y0 < y1 ? y0 : y1;
-    config->max_y = y0 < y1 ? y1 : y0;
-    break;
-  }
-  case TRACE_MAX_RADIUS:
-    config->max_radius = (float)cmd->v[0];
-    break;
-  case TRACE_HYSTERESIS:
-    config->hysteresis = (float)cmd->v[0];
-    break;
-  case TRACE_MOVES:
-    config->move_events = cmd->moves;
-    break;
-  case TRACE_SHAPE:
-    config->shape = cmd->shape;
-    if (cmd->shape == AOI_SHAPE_CELLS)
-      config->cell_size = (float)cmd->v[0];
-    break;
-  case TRACE_MOVE_EVERY:
-    return trace_add_move_band(config, cmd);
-  default:
-    break;
-  }
-  return 0;
+  free(counts);
+  free(text);
+  free(index);
 }
 
 static int apply_owned(aoi_mpi_world *w, const trace_cmd *cmd)
@@ -346,14 +270,14 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
   trace_cmd cmd;
   if (memchr(line_text, '\0', length) != NULL ||
       trace_parse_line(line_text, &cmd) != 0) {
-    reject(r, line, 0);
+    reject(r, line, SYNTAX);
     return;
   }
   if (cmd.kind == TRACE_NONE)
     return;
   if (trace_is_config(cmd.kind)) {
-    if (r->config_locked || apply_config(&r->config, &cmd) != 0)
-      reject(r, line, 0);
+    if (r->config_locked || trace_apply_config(&r->config, &cmd) != 0)
+      reject(r, line, SYNTAX);
     else if (r->world != NULL) {
       aoi_mpi_destroy(r->world); /* empty: made again with the new config */
       r->world = NULL;
@@ -372,7 +296,7 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
   if (cmd.kind == TRACE_ADD) {
     if (is_live(r, cmd.id)) {
       if (r->rank == 0)
-        reject(r, line, 1);
+        reject(r, line, AOI_EEXIST);
       return;
     }
     aoi_entity e = {cmd.id,     cmd.id,    cmd.x,      cmd.y,
@@ -381,16 +305,16 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
     if (rc == 0 || rc == AOI_EREMOTE) {
       set_live(r, cmd.id, 1);
       r->config_locked = 1;
-    } else if (code_of(rc) < 0) {
+    } else if (trace_error_code(rc) == NULL) {
       die(r, "aoi_mpi_add", rc);
     } else if (r->rank == 0) {
-      reject(r, line, code_of(rc)); /* every rank saw the same */
+      reject(r, line, rc); /* every rank saw the same */
     }
     return;
   }
   if (!is_live(r, cmd.id)) {
     if (r->rank == 0)
-      reject(r, line, 2);
+      reject(r, line, AOI_ENOENT);
     return;
   }
   if (cmd.kind == TRACE_REMOVE)
@@ -399,9 +323,9 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
     return;
   int rc = apply_owned(r->world, &cmd);
   if (rc != 0) {
-    if (code_of(rc) < 0)
+    if (trace_error_code(rc) == NULL)
       die(r, "operation", rc);
-    reject(r, line, code_of(rc));
+    reject(r, line, rc);
   }
 }
 
@@ -442,7 +366,8 @@ static int print_rejected(mreplay *r)
   if (r->rank == 0) {
     qsort(all, (size_t)total, sizeof(rejection), by_line);
     for (int i = 0; i < total; i++)
-      fprintf(r->err, "error %lu %s\n", all[i].line, codes[all[i].code]);
+      fprintf(r->err, "error %lu %s\n", all[i].line,
+              all[i].rc == SYNTAX ? "syntax" : trace_error_code(all[i].rc));
   }
   MPI_Bcast(&total, 1, MPI_INT, 0, MPI_COMM_WORLD);
   free(counts);
@@ -462,6 +387,14 @@ int replay_mpi_run(FILE *in, const char *name, FILE *out, FILE *err,
   r.config.shards = options->shards;
   r.out = out;
   r.err = err;
+  /* AOI_REPLAY_KILL=RANK:TICK: that rank dies before that tick */
+  const char *kill_at = getenv("AOI_REPLAY_KILL");
+  int kill_rank;
+  unsigned long kill_tick;
+  if (kill_at != NULL &&
+      sscanf(kill_at, "%d:%lu", &kill_rank, &kill_tick) == 2 &&
+      kill_rank == r.rank)
+    r.kill_tick = kill_tick;
   /* rank 0 reads the trace; every rank gets it */
   char *all = NULL;
   long long size = 0;
@@ -503,8 +436,7 @@ int replay_mpi_run(FILE *in, const char *name, FILE *out, FILE *err,
   free(r.live);
   free(r.used);
   free(r.events.data);
-  free(r.watcher_ids);
-  free(r.watcher_at);
+  free(r.watchers);
   free(r.rejected);
   if (r.rank == 0 && fflush(out) != 0)
     status = 2;

@@ -27,7 +27,9 @@
  */
 #include "trace.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -394,4 +396,63 @@ int trace_add_move_band(aoi_config *config, const trace_cmd *cmd) {
   config->move_bands[count].period = cmd->period;
   config->move_band_count = count + 1;
   return 0;
+}
+
+int trace_apply_config(aoi_config *config, const trace_cmd *cmd) {
+  switch (cmd->kind) {
+  case TRACE_WORLD: {
+    float x0 = (float)cmd->v[0], y0 = (float)cmd->v[1];
+    float x1 = (float)cmd->v[2], y1 = (float)cmd->v[3];
+    config->min_x = x0 < x1 ? x0 : x1;
+    config->max_x = x0 < x1 ? x1 : x0;
+    config->min_y = y0 < y1 ? y0 : y1;
+    config->max_y = y0 < y1 ? y1 : y0;
+    break;
+  }
+  case TRACE_MAX_RADIUS:
+    config->max_radius = (float)cmd->v[0];
+    break;
+  case TRACE_HYSTERESIS:
+    config->hysteresis = (float)cmd->v[0];
+    break;
+  case TRACE_MOVES:
+    config->move_events = cmd->moves;
+    break;
+  case TRACE_SHAPE:
+    config->shape = cmd->shape;
+    if (cmd->shape == AOI_SHAPE_CELLS)
+      config->cell_size = (float)cmd->v[0];
+    break;
+  case TRACE_MOVE_EVERY:
+    return trace_add_move_band(config, cmd);
+  default:
+    break;
+  }
+  return 0;
+}
+
+const char *trace_error_code(int code) {
+  switch (code) {
+  case AOI_EEXIST:
+    return "exists";
+  case AOI_ENOENT:
+    return "noent";
+  case AOI_ECOORD:
+  case AOI_ERADIUS:
+  case AOI_EFLAGS:
+  case AOI_EINVAL:
+    return "invalid";
+  default:
+    return NULL;
+  }
+}
+
+int trace_format_event(char *buf, size_t size, uint64_t watcher,
+                       const aoi_event *e) {
+  if (e->kind == AOI_LEAVE)
+    return snprintf(buf, size, "%" PRIu64 " leave %" PRIu64 "\n", watcher,
+                    e->id);
+  return snprintf(buf, size, "%" PRIu64 " %s %" PRIu64 " %.9g %.9g\n",
+                  watcher, e->kind == AOI_ENTER ? "enter" : "move", e->id,
+                  (double)e->x, (double)e->y);
 }

@@ -6,6 +6,7 @@
 #ifndef AOI_TRACE_H
 #define AOI_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "aoi.h"
@@ -72,5 +73,20 @@ int trace_is_config(trace_kind kind);
  * above the last band's distance.
  */
 int trace_add_move_band(aoi_config *config, const trace_cmd *cmd);
+
+/* Applies a parsed config line (world .. move-every) to `config`: 0, or
+   -1 (`syntax`, config unchanged) for a move-every line that does not fit
+   those before it (trace_add_move_band). */
+int trace_apply_config(aoi_config *config, const trace_cmd *cmd);
+
+/* The trace's code (`exists`, `noent`, `invalid`) of an API error a line
+   can cause; NULL for any other. */
+const char *trace_error_code(int code);
+
+/* Writes event `e` of `watcher` as its output line, newline included
+   (docs/trace-format.md, Output), into buf; returns its length. 160 bytes
+   always suffice. */
+int trace_format_event(char *buf, size_t size, uint64_t watcher,
+                       const aoi_event *e);
 
 #endif /* AOI_TRACE_H */

@@ -54,10 +54,7 @@ enum { CH_POS = 1, CH_STATE = 2 };
 
 /* An entity this rank holds: owned, or a ghost. */
 typedef struct ment {
-  uint64_t id, tag;
-  float x, y, radius, appeal;
-  uint32_t layers, interest, cap;
-  uint8_t flags;   /* AOI_WATCHER | AOI_MARKER */
+  wire_entity s;   /* its state, as a ghost carries it (flags: its role) */
   uint8_t owned;
   uint8_t fresh;   /* added (again) this tick: new to every view */
   uint8_t changed; /* owned: CH_* since the last tick */
@@ -65,6 +62,12 @@ typedef struct ment {
   uint8_t sent;    /* owned: ghosts were sent from (px, py) */
   float px, py;    /* owned: where it stood at the end of the last tick */
 } ment;
+
+/* A record of a peer's message, and the peer. */
+typedef struct inbound_record {
+  wire_record rec;
+  int from;
+} inbound_record;
 
 typedef struct removed {
   uint64_t id;
@@ -126,7 +129,9 @@ struct aoi_mpi_world {
   float *view_told;
   wire_view_entry *view_out;
   size_t view_capacity;
-  int *deferred; /* apply step: records waiting for the last round */
+  /* the apply step's records, every peer's message decoded once */
+  inbound_record *inbound;
+  size_t inbound_count, inbound_capacity;
   aoi_mpi_stats stats;
 };
 
@@ -249,7 +254,7 @@ static ment *hold(aoi_mpi_world *w, const ment *e)
 {
   if (w->count >= UINT32_MAX - 1 ||
       grow((void **)&w->ents, &w->capacity, w->count + 1, sizeof(ment)) != 0 ||
-      map_put(&w->map, e->id, (uint32_t)w->count) != 0)
+      map_put(&w->map, e->s.id, (uint32_t)w->count) != 0)
     return NULL;
   w->ents[w->count] = *e;
   return &w->ents[w->count++];
@@ -264,7 +269,7 @@ static void forget(aoi_mpi_world *w, uint64_t id)
   size_t last = w->count - 1;
   if (i != last) {
     w->ents[i] = w->ents[last];
-    (void)map_put(&w->map, w->ents[i].id, i); /* an existing key: no growth */
+    (void)map_put(&w->map, w->ents[i].s.id, i); /* an existing key */
   }
   w->count--;
 }
@@ -387,7 +392,6 @@ int aoi_mpi_create(const aoi_config *config, const aoi_mpi_config *mpi,
   }
   w->out = calloc((size_t)w->ranks, sizeof(wire_buf));
   w->in = calloc((size_t)w->ranks, sizeof(wire_buf));
-  w->deferred = NULL;
   if (w->out == NULL || w->in == NULL) {
     aoi_mpi_destroy(w);
     return AOI_ENOMEM;
@@ -421,7 +425,7 @@ int aoi_mpi_destroy(aoi_mpi_world *w)
   free(w->view_ids);
   free(w->view_told);
   free(w->view_out);
-  free(w->deferred);
+  free(w->inbound);
   free(w);
   return 0;
 }
@@ -487,6 +491,7 @@ int aoi_mpi_add(aoi_mpi_world *w, const aoi_entity *entity)
   ment *was = find(w, entity->id);
   if (was != NULL && was->owned)
     return AOI_EEXIST;
+  /* aoi_add's checks, in its order, before the strip's */
   unsigned role = entity->flags;
   if (role == 0 || (role & ~(AOI_WATCHER | AOI_MARKER)) != 0)
     return AOI_EFLAGS;
@@ -511,18 +516,9 @@ int aoi_mpi_add(aoi_mpi_world *w, const aoi_entity *entity)
   int rc = aoi_add(w->local, entity);
   if (rc != 0)
     return rc;
-  ment e = {0};
-  e.id = entity->id;
-  e.tag = entity->tag;
-  e.x = entity->x;
-  e.y = entity->y;
-  e.radius = entity->radius;
-  e.layers = entity->layers;
-  e.interest = entity->interest;
-  e.flags = (uint8_t)role;
-  e.owned = 1;
-  e.fresh = 1;
-  e.changed = CH_POS | CH_STATE;
+  ment e = {{entity->id, entity->tag, entity->x, entity->y, entity->radius, 0,
+             entity->layers, entity->interest, 0, (uint8_t)role},
+            .owned = 1, .fresh = 1, .changed = CH_POS | CH_STATE};
   if (hold(w, &e) == NULL) {
     (void)aoi_remove(w->local, entity->id);
     return AOI_ENOMEM;
@@ -530,31 +526,30 @@ int aoi_mpi_add(aoi_mpi_world *w, const aoi_entity *entity)
   return 0;
 }
 
+/* The setters: the owned entity's local operation, and on success its
+   record takes the change. */
+
 int aoi_mpi_move(aoi_mpi_world *w, uint64_t id, float x, float y)
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_move(w->local, id, x, y)) != 0)
-    return rc;
-  e->x = x;
-  e->y = y;
-  e->changed |= CH_POS;
-  return 0;
+  if (e != NULL && (rc = aoi_move(w->local, id, x, y)) == 0) {
+    e->s.x = x;
+    e->s.y = y;
+    e->changed |= CH_POS;
+  }
+  return rc;
 }
 
 int aoi_mpi_set_radius(aoi_mpi_world *w, uint64_t id, float radius)
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_set_radius(w->local, id, radius)) != 0)
-    return rc;
-  e->radius = radius;
-  e->changed |= CH_STATE;
-  return 0;
+  if (e != NULL && (rc = aoi_set_radius(w->local, id, radius)) == 0) {
+    e->s.radius = radius;
+    e->changed |= CH_STATE;
+  }
+  return rc;
 }
 
 int aoi_mpi_set_layers(aoi_mpi_world *w, uint64_t id, uint32_t layers,
@@ -562,53 +557,46 @@ int aoi_mpi_set_layers(aoi_mpi_world *w, uint64_t id, uint32_t layers,
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_set_layers(w->local, id, layers, interest)) != 0)
-    return rc;
-  e->layers = layers;
-  e->interest = interest;
-  e->changed |= CH_STATE;
-  return 0;
+  if (e != NULL &&
+      (rc = aoi_set_layers(w->local, id, layers, interest)) == 0) {
+    e->s.layers = layers;
+    e->s.interest = interest;
+    e->changed |= CH_STATE;
+  }
+  return rc;
 }
 
 int aoi_mpi_set_appeal(aoi_mpi_world *w, uint64_t id, float appeal)
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_set_appeal(w->local, id, appeal)) != 0)
-    return rc;
-  e->appeal = appeal;
-  e->changed |= CH_STATE;
-  return 0;
+  if (e != NULL && (rc = aoi_set_appeal(w->local, id, appeal)) == 0) {
+    e->s.appeal = appeal;
+    e->changed |= CH_STATE;
+  }
+  return rc;
 }
 
 int aoi_mpi_set_cap(aoi_mpi_world *w, uint64_t id, uint32_t cap)
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_set_cap(w->local, id, cap)) != 0)
-    return rc;
-  e->cap = cap;
-  e->changed |= CH_STATE;
-  return 0;
+  if (e != NULL && (rc = aoi_set_cap(w->local, id, cap)) == 0) {
+    e->s.cap = cap;
+    e->changed |= CH_STATE;
+  }
+  return rc;
 }
 
 int aoi_mpi_set_tag(aoi_mpi_world *w, uint64_t id, uint64_t tag)
 {
   int rc;
   ment *e = owned(w, id, &rc);
-  if (e == NULL)
-    return rc;
-  if ((rc = aoi_set_tag(w->local, id, tag)) != 0)
-    return rc;
-  e->tag = tag;
-  e->changed |= CH_STATE;
-  return 0;
+  if (e != NULL && (rc = aoi_set_tag(w->local, id, tag)) == 0) {
+    e->s.tag = tag;
+    e->changed |= CH_STATE;
+  }
+  return rc;
 }
 
 int aoi_mpi_remove(aoi_mpi_world *w, uint64_t id)
@@ -632,11 +620,12 @@ int aoi_mpi_remove(aoi_mpi_world *w, uint64_t id)
 
 /* ---- a tick: encode ----------------------------------------------------- */
 
+/* e's state as a ghost or a transfer carries it. */
 static wire_entity entity_of(const ment *e)
 {
-  wire_entity x = {e->id,     e->tag,      e->x,     e->y,
-                   e->radius, e->appeal,   e->layers, e->interest,
-                   e->cap,    (uint8_t)(e->flags | (e->fresh ? WIRE_FRESH : 0))};
+  wire_entity x = e->s;
+  if (e->fresh)
+    x.flags |= WIRE_FRESH;
   return x;
 }
 
@@ -650,36 +639,41 @@ static int note_transfer(aoi_mpi_world *w, uint64_t id, uint64_t tag,
   return 0;
 }
 
+/* Room for a view of n entries in the scratch arrays. */
+static int reserve_view(aoi_mpi_world *w, size_t n)
+{
+  if (n <= w->view_capacity)
+    return 0;
+  size_t ids = w->view_capacity, told = 2 * w->view_capacity,
+         out = w->view_capacity;
+  if (grow((void **)&w->view_ids, &ids, n, sizeof(uint64_t)) != 0 ||
+      grow((void **)&w->view_told, &told, 2 * n, sizeof(float)) != 0 ||
+      grow((void **)&w->view_out, &out, n, sizeof(wire_view_entry)) != 0)
+    return AOI_ENOMEM;
+  w->view_capacity = n;
+  return 0;
+}
+
 /* Owned watcher e's view as of the last tick, into w->view_out. */
 static int export_view(aoi_mpi_world *w, const ment *e, uint32_t *n)
 {
   *n = 0;
-  if (!(e->flags & AOI_WATCHER) || e->fresh)
+  if (!(e->s.flags & AOI_WATCHER) || e->fresh)
     return 0;
   size_t count = 0;
-  int rc = aoi__view_export(w->local, e->id, w->view_ids, w->view_told,
+  int rc = aoi__view_export(w->local, e->s.id, w->view_ids, w->view_told,
                             w->view_capacity, &count);
-  if (rc == 0 && count > w->view_capacity) {
-    size_t cap = w->view_capacity;
-    if (grow((void **)&w->view_ids, &cap, count, sizeof(uint64_t)) != 0 ||
-        (cap = w->view_capacity,
-         grow((void **)&w->view_told, &cap, 2 * count, sizeof(float))) != 0 ||
-        (cap = w->view_capacity,
-         grow((void **)&w->view_out, &cap, count, sizeof(wire_view_entry))) !=
-            0)
-      return AOI_ENOMEM;
-    w->view_capacity = count;
-    rc = aoi__view_export(w->local, e->id, w->view_ids, w->view_told,
+  if (rc == 0 && count > w->view_capacity &&
+      (rc = reserve_view(w, count)) == 0)
+    rc = aoi__view_export(w->local, e->s.id, w->view_ids, w->view_told,
                           w->view_capacity, &count);
-  }
   if (rc != 0)
     return rc;
   for (size_t i = 0; i < count; i++) {
+    /* every marker a view holds is held here, or was removed since (its
+       tag is not needed: the new owner holds it neither) */
     const ment *m = find(w, w->view_ids[i]);
-    /* every marker a view holds is held here (or was removed since, and
-       its tag is the world's last) */
-    uint64_t tag = m != NULL ? m->tag : 0;
-    w->view_out[i] = (wire_view_entry){w->view_ids[i], tag,
+    w->view_out[i] = (wire_view_entry){w->view_ids[i], m != NULL ? m->s.tag : 0,
                                        w->view_told[2 * i],
                                        w->view_told[2 * i + 1]};
   }
@@ -705,33 +699,30 @@ static int encode(aoi_mpi_world *w)
     ment *e = &w->ents[i];
     if (!e->owned || (!e->changed && !e->fresh))
       continue;
-    int to = owner_of(w, e->x);
+    int to = owner_of(w, e->s.x);
     wire_entity we = entity_of(e);
     if (to != w->rank) {
       uint32_t n;
       if ((rc = export_view(w, e, &n)) != 0 ||
           (rc = wire_put_transfer(&w->out[to], &we, w->view_out, n)) != 0 ||
-          (rc = note_transfer(w, e->id, e->tag, to, 0)) != 0)
+          (rc = note_transfer(w, e->s.id, e->s.tag, to, 0)) != 0)
         return rc;
     }
-    int a, b, pa = -1, pb = -2; /* none before it was sent */
-    band_ranks(w, e->x, &a, &b);
-    int lo = a, hi = b;
-    if (e->sent) {
+    /* the ranks that hold it ([pa, pb], from where it stood) and those
+       that must ([a, b]) */
+    int a, b, pa = -1, pb = -2;
+    band_ranks(w, e->s.x, &a, &b);
+    if (e->sent)
       band_ranks(w, e->px, &pa, &pb);
-      lo = a < pa ? a : pa;
-      hi = b > pb ? b : pb;
-    }
+    int lo = e->sent && pa < a ? pa : a, hi = e->sent && pb > b ? pb : b;
     for (int q = lo; q <= hi; q++) {
-      if (q == w->rank || q == to)
-        continue;
       bool now = q >= a && q <= b, before = q >= pa && q <= pb;
-      if (!now && !before)
-        continue; /* between two ranges apart */
+      if (q == w->rank || q == to || (!now && !before))
+        continue;
       if (!now)
-        rc = wire_put_id(&w->out[q], WIRE_DROP, e->id);
+        rc = wire_put_id(&w->out[q], WIRE_DROP, e->s.id);
       else if (before && !e->fresh && e->changed == CH_POS)
-        rc = wire_put_move(&w->out[q], e->id, e->x, e->y);
+        rc = wire_put_move(&w->out[q], e->s.id, e->s.x, e->s.y);
       else
         rc = wire_put_ghost(&w->out[q], &we);
       if (rc != 0)
@@ -749,46 +740,31 @@ static int demote(aoi_mpi_world *w)
 {
   for (size_t i = 0; i < w->count;) {
     ment *e = &w->ents[i];
-    if (!e->owned || owner_of(w, e->x) == w->rank) {
+    if (!e->owned || owner_of(w, e->s.x) == w->rank) {
       i++;
       continue;
     }
     e->owned = 0;
-    if (in_band(w, e->x, w->rank)) {
+    if (in_band(w, e->s.x, w->rank)) {
       i++;
       continue;
     }
-    int rc = aoi_remove(w->local, e->id);
+    int rc = aoi_remove(w->local, e->s.id);
     if (rc != 0)
       return rc;
-    forget(w, e->id); /* the last one moved into i */
+    forget(w, e->s.id); /* the last one moved into i */
   }
   return 0;
 }
 
 /* ---- a tick: apply ------------------------------------------------------ */
 
-static void copy_state(ment *e, const wire_entity *we)
-{
-  e->tag = we->tag;
-  e->x = we->x;
-  e->y = we->y;
-  e->radius = we->radius;
-  e->appeal = we->appeal;
-  e->layers = we->layers;
-  e->interest = we->interest;
-  e->cap = we->cap;
-  e->flags = we->flags & (AOI_WATCHER | AOI_MARKER);
-  e->fresh = (we->flags & WIRE_FRESH) != 0;
-}
-
 /* Adds entity we to the local world and holds it. */
 static int add_local(aoi_mpi_world *w, const wire_entity *we, bool own)
 {
-  aoi_entity a = {we->id,     we->tag,
-                  we->x,      we->y,
-                  we->radius, we->flags & (AOI_WATCHER | AOI_MARKER),
-                  we->layers, we->interest};
+  unsigned role = we->flags & (AOI_WATCHER | AOI_MARKER);
+  aoi_entity a = {we->id,     we->tag, we->x,      we->y,
+                  we->radius, role,    we->layers, we->interest};
   int rc = aoi_add(w->local, &a);
   if (rc == 0 && we->appeal != 0)
     rc = aoi_set_appeal(w->local, we->id, we->appeal);
@@ -796,37 +772,38 @@ static int add_local(aoi_mpi_world *w, const wire_entity *we, bool own)
     rc = aoi_set_cap(w->local, we->id, we->cap);
   if (rc != 0)
     return rc == AOI_ENOMEM ? rc : AOI_EPEER;
-  ment e = {0};
-  e.id = we->id;
-  copy_state(&e, we);
-  e.owned = own;
-  if (hold(w, &e) == NULL)
-    return AOI_ENOMEM;
-  return 0;
+  ment e = {*we, .owned = own, .fresh = (we->flags & WIRE_FRESH) != 0};
+  e.s.flags = (uint8_t)role;
+  return hold(w, &e) == NULL ? AOI_ENOMEM : 0;
 }
 
 /* Brings held entity e to state we in the local world. */
 static int update_local(aoi_mpi_world *w, ment *e, const wire_entity *we)
 {
-  int rc = 0;
+  const wire_entity *was = &e->s;
   aoi_world *l = w->local;
-  if ((we->flags & (AOI_WATCHER | AOI_MARKER)) != e->flags)
+  uint64_t id = we->id;
+  unsigned role = we->flags & (AOI_WATCHER | AOI_MARKER);
+  if (role != was->flags)
     return AOI_EPEER; /* roles never change */
-  if (e->x != we->x || e->y != we->y)
-    rc = aoi_move(l, we->id, we->x, we->y);
-  if (rc == 0 && e->radius != we->radius)
-    rc = aoi_set_radius(l, we->id, we->radius);
-  if (rc == 0 && (e->layers != we->layers || e->interest != we->interest))
-    rc = aoi_set_layers(l, we->id, we->layers, we->interest);
-  if (rc == 0 && e->appeal != we->appeal)
-    rc = aoi_set_appeal(l, we->id, we->appeal);
-  if (rc == 0 && e->cap != we->cap)
-    rc = aoi_set_cap(l, we->id, we->cap);
-  if (rc == 0 && e->tag != we->tag)
-    rc = aoi_set_tag(l, we->id, we->tag);
+  int rc = 0;
+  if (was->x != we->x || was->y != we->y)
+    rc = aoi_move(l, id, we->x, we->y);
+  if (rc == 0 && was->radius != we->radius)
+    rc = aoi_set_radius(l, id, we->radius);
+  if (rc == 0 && (was->layers != we->layers || was->interest != we->interest))
+    rc = aoi_set_layers(l, id, we->layers, we->interest);
+  if (rc == 0 && was->appeal != we->appeal)
+    rc = aoi_set_appeal(l, id, we->appeal);
+  if (rc == 0 && was->cap != we->cap)
+    rc = aoi_set_cap(l, id, we->cap);
+  if (rc == 0 && was->tag != we->tag)
+    rc = aoi_set_tag(l, id, we->tag);
   if (rc != 0)
     return rc == AOI_ENOMEM ? rc : AOI_EPEER;
-  copy_state(e, we);
+  e->s = *we;
+  e->s.flags = (uint8_t)role;
+  e->fresh = (we->flags & WIRE_FRESH) != 0;
   return 0;
 }
 
@@ -835,21 +812,12 @@ static int update_local(aoi_mpi_world *w, ment *e, const wire_entity *we)
 static int install(aoi_mpi_world *w, const wire_record *rec)
 {
   uint32_t n = rec->view_count, kept = 0;
-  size_t cap = w->view_capacity;
-  if (n > cap) {
-    if (grow((void **)&w->view_ids, &cap, n, sizeof(uint64_t)) != 0 ||
-        (cap = w->view_capacity,
-         grow((void **)&w->view_told, &cap, 2 * (size_t)n, sizeof(float))) !=
-            0 ||
-        (cap = w->view_capacity,
-         grow((void **)&w->view_out, &cap, n, sizeof(wire_view_entry))) != 0)
-      return AOI_ENOMEM;
-    w->view_capacity = n;
-  }
+  if (reserve_view(w, n) != 0)
+    return AOI_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
     wire_view_entry v = wire_view_at(rec, i);
     const ment *m = find(w, v.id);
-    if (m != NULL && !m->fresh && !m->respawn && (m->flags & AOI_MARKER)) {
+    if (m != NULL && !m->fresh && !m->respawn && (m->s.flags & AOI_MARKER)) {
       w->view_ids[kept] = v.id;
       w->view_told[2 * kept] = v.told_x;
       w->view_told[2 * kept + 1] = v.told_y;
@@ -866,72 +834,68 @@ static int install(aoi_mpi_world *w, const wire_record *rec)
   return rc == 0 || rc == AOI_ENOMEM ? rc : AOI_EPEER;
 }
 
-/* Round one for peer q's message: ghosts, moves, transfers. Fresh copies
-   of an id held here wait for round three (*deferred). */
-static int apply_first(aoi_mpi_world *w, int q, size_t *deferred)
+/* Decodes every peer's message, in rank order, into w->inbound. */
+static int decode(aoi_mpi_world *w)
 {
-  wire_reader r;
-  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
-                     w->config.max_radius);
-  if (rc != 0)
-    return rc;
-  wire_record rec;
-  while ((rc = wire_next(&r, &rec)) == 1) {
-    ment *e = find(w, rec.e.id);
-    switch (rec.kind) {
-    case WIRE_MOVE:
-      if (e == NULL || e->owned || e->fresh)
-        return AOI_EPEER;
-      if ((rc = aoi_move(w->local, e->id, rec.e.x, rec.e.y)) != 0)
-        return rc == AOI_ENOMEM ? rc : AOI_EPEER;
-      e->x = rec.e.x;
-      e->y = rec.e.y;
-      break;
-    case WIRE_GHOST:
-    case WIRE_TRANSFER: {
-      bool own = rec.kind == WIRE_TRANSFER;
-      bool fresh = (rec.e.flags & WIRE_FRESH) != 0;
-      if (own && note_transfer(w, rec.e.id, rec.e.tag, q, 1) != 0)
+  w->inbound_count = 0;
+  for (int q = 0; q < w->ranks; q++) {
+    if (q == w->rank)
+      continue;
+    wire_reader r;
+    int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick,
+                       (uint32_t)q, w->config.max_radius);
+    if (rc != 0)
+      return rc;
+    for (;;) {
+      if (grow((void **)&w->inbound, &w->inbound_capacity,
+               w->inbound_count + 1, sizeof(inbound_record)) != 0)
         return AOI_ENOMEM;
-      if (e != NULL && e->owned && !e->fresh)
-        return AOI_EPEER; /* another rank claims what this one owns */
-      if (e != NULL && fresh) {
-        e->respawn = 1;
-        (*deferred)++;
+      inbound_record *in = &w->inbound[w->inbound_count];
+      if ((rc = wire_next(&r, &in->rec)) != 1)
         break;
-      }
-      if (e == NULL)
-        rc = add_local(w, &rec.e, own);
-      else if (e->fresh)
-        return AOI_EPEER; /* two fresh copies of one id */
-      else if ((rc = update_local(w, e, &rec.e)) == 0)
-        e->owned = own;
-      if (rc != 0)
-        return rc;
-      break;
+      in->from = q;
+      w->inbound_count++;
     }
-    case WIRE_DROP:
-    case WIRE_REMOVE:
-      break;
-    }
+    if (rc != 0)
+      return rc;
   }
-  return rc;
+  return 0;
 }
 
-/* Round two: the views of the watchers transferred here. */
-static int apply_views(aoi_mpi_world *w, int q)
+/* Round one: ghosts, moves, transfers. A fresh copy of an id held here
+   waits for the last round (*deferred). `from` is the record's sender. */
+static int apply_entity(aoi_mpi_world *w, const wire_record *rec, int from,
+                        size_t *deferred)
 {
-  wire_reader r;
-  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
-                     w->config.max_radius);
-  wire_record rec;
-  while (rc == 0 && (rc = wire_next(&r, &rec)) == 1) {
-    rc = 0;
-    if (rec.kind == WIRE_TRANSFER && !(rec.e.flags & WIRE_FRESH) &&
-        (rec.e.flags & AOI_WATCHER))
-      rc = install(w, &rec);
+  ment *e = find(w, rec->e.id);
+  if (rec->kind == WIRE_MOVE) {
+    if (e == NULL || e->owned || e->fresh)
+      return AOI_EPEER;
+    int rc = aoi_move(w->local, e->s.id, rec->e.x, rec->e.y);
+    if (rc != 0)
+      return rc == AOI_ENOMEM ? rc : AOI_EPEER;
+    e->s.x = rec->e.x;
+    e->s.y = rec->e.y;
+    return 0;
   }
-  return rc < 0 ? rc : 0;
+  bool own = rec->kind == WIRE_TRANSFER;
+  if (own && note_transfer(w, rec->e.id, rec->e.tag, from, 1) != 0)
+    return AOI_ENOMEM;
+  if (e == NULL)
+    return add_local(w, &rec->e, own);
+  if (e->owned && !e->fresh)
+    return AOI_EPEER; /* another rank claims what this one owns */
+  if (rec->e.flags & WIRE_FRESH) {
+    e->respawn = 1;
+    (*deferred)++;
+    return 0;
+  }
+  if (e->fresh)
+    return AOI_EPEER; /* an update of an id added here this tick */
+  int rc = update_local(w, e, &rec->e);
+  if (rc == 0)
+    e->owned = own;
+  return rc;
 }
 
 static int by_id(const void *a, const void *b)
@@ -940,66 +904,73 @@ static int by_id(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* Round three: drops and removals of what was held at the last tick, then
-   the fresh copies of ids held here (removed, then added again). */
-static int apply_last(aoi_mpi_world *w, int q, bool fresh_round)
+/* Round three: a drop or removal of what was held at the last tick. */
+static int apply_drop(aoi_mpi_world *w, const wire_record *rec)
 {
-  wire_reader r;
-  int rc = wire_open(&r, w->in[q].data, w->in[q].size, w->tick, (uint32_t)q,
-                     w->config.max_radius);
-  wire_record rec;
-  while (rc == 0 && (rc = wire_next(&r, &rec)) == 1) {
-    rc = 0;
-    ment *e = find(w, rec.e.id);
-    if (!fresh_round && (rec.kind == WIRE_DROP || rec.kind == WIRE_REMOVE)) {
-      if (e == NULL && bsearch(&rec.e.id, w->replaced, w->replaced_count,
-                               sizeof(uint64_t), by_id) != NULL)
-        continue; /* the ghost an add here replaced */
-      if (e == NULL)
-        return AOI_EPEER;
-      if (e->fresh) /* added here again already */
-        continue;
-      if (e->owned)
-        return AOI_EPEER;
-      if ((rc = aoi_remove(w->local, e->id)) != 0)
-        return rc;
-      if (e->respawn) {
-        e->respawn = 2; /* gone here; its fresh copy comes next */
-        continue;
-      }
-      forget(w, rec.e.id);
-    } else if (fresh_round &&
-               (rec.kind == WIRE_GHOST || rec.kind == WIRE_TRANSFER) &&
-               (rec.e.flags & WIRE_FRESH) && e != NULL && e->respawn) {
-      if (e->respawn == 1 && (rc = aoi_remove(w->local, e->id)) != 0)
-        return rc;
-      forget(w, rec.e.id);
-      if ((rc = add_local(w, &rec.e, rec.kind == WIRE_TRANSFER)) != 0)
-        return rc;
-    }
-  }
-  return rc < 0 ? rc : 0;
+  ment *e = find(w, rec->e.id);
+  if (e == NULL)
+    return bsearch(&rec->e.id, w->replaced, w->replaced_count,
+                   sizeof(uint64_t), by_id) != NULL
+               ? 0 /* the ghost an add here replaced */
+               : AOI_EPEER;
+  if (e->fresh)
+    return 0; /* added here again already */
+  if (e->owned)
+    return AOI_EPEER;
+  int rc = aoi_remove(w->local, e->s.id);
+  if (rc != 0)
+    return rc;
+  if (e->respawn)
+    e->respawn = 2; /* gone here; its fresh copy comes next */
+  else
+    forget(w, rec->e.id);
+  return 0;
+}
+
+/* Round four: a fresh copy of an id held here, which replaces it. */
+static int apply_respawn(aoi_mpi_world *w, const wire_record *rec)
+{
+  ment *e = find(w, rec->e.id);
+  if (e == NULL || !e->respawn)
+    return 0; /* added in round one */
+  int rc;
+  if (e->respawn == 1 && (rc = aoi_remove(w->local, e->s.id)) != 0)
+    return rc;
+  forget(w, rec->e.id);
+  return add_local(w, &rec->e, rec->kind == WIRE_TRANSFER);
 }
 
 static int apply(aoi_mpi_world *w)
 {
-  int rc;
-  size_t deferred = 0;
+  int rc = decode(w);
+  if (rc != 0)
+    return rc;
   qsort(w->replaced, w->replaced_count, sizeof(uint64_t), by_id);
-  for (int q = 0; q < w->ranks; q++)
-    if (q != w->rank && (rc = apply_first(w, q, &deferred)) != 0)
-      return rc;
-  for (int q = 0; q < w->ranks; q++)
-    if (q != w->rank && (rc = apply_views(w, q)) != 0)
-      return rc;
-  for (int q = 0; q < w->ranks; q++)
-    if (q != w->rank && (rc = apply_last(w, q, false)) != 0)
-      return rc;
-  if (deferred > 0)
-    for (int q = 0; q < w->ranks; q++)
-      if (q != w->rank && (rc = apply_last(w, q, true)) != 0)
-        return rc;
-  return 0;
+  size_t deferred = 0;
+  for (size_t i = 0; i < w->inbound_count && rc == 0; i++) {
+    const wire_record *rec = &w->inbound[i].rec;
+    if (rec->kind == WIRE_MOVE || rec->kind == WIRE_GHOST ||
+        rec->kind == WIRE_TRANSFER)
+      rc = apply_entity(w, rec, w->inbound[i].from, &deferred);
+  }
+  for (size_t i = 0; i < w->inbound_count && rc == 0; i++) {
+    const wire_record *rec = &w->inbound[i].rec;
+    if (rec->kind == WIRE_TRANSFER && !(rec->e.flags & WIRE_FRESH) &&
+        (rec->e.flags & AOI_WATCHER))
+      rc = install(w, rec);
+  }
+  for (size_t i = 0; i < w->inbound_count && rc == 0; i++) {
+    const wire_record *rec = &w->inbound[i].rec;
+    if (rec->kind == WIRE_DROP || rec->kind == WIRE_REMOVE)
+      rc = apply_drop(w, rec);
+  }
+  for (size_t i = 0; i < w->inbound_count && rc == 0 && deferred > 0; i++) {
+    const wire_record *rec = &w->inbound[i].rec;
+    if ((rec->kind == WIRE_GHOST || rec->kind == WIRE_TRANSFER) &&
+        (rec->e.flags & WIRE_FRESH))
+      rc = apply_respawn(w, rec);
+  }
+  return rc;
 }
 
 /* ---- a tick: events ----------------------------------------------------- */
@@ -1047,67 +1018,49 @@ static int by_transfer(const void *a, const void *b)
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Merges the leaves of the installs into their watchers' events. */
+/* Merges the leaves of the installs into their watchers' events: each
+   such watcher's events are written again at the end of w->events, its
+   leaves and these in id order, then the rest. */
 static int merge_leaves(aoi_mpi_world *w)
 {
-  if (w->leave_count == 0)
-    return 0;
   qsort(w->leaves, w->leave_count, sizeof(extra_leave), by_leave);
-  /* rebuild the events: each watcher's, with its extra leaves merged */
-  size_t total = w->event_count + w->leave_count;
-  aoi_event *merged = malloc(total * sizeof(aoi_event));
-  size_t nw = w->watcher_count;
-  if (merged == NULL ||
-      grow((void **)&w->watchers, &w->watcher_capacity, nw + w->leave_count,
-           sizeof(watcher_events)) != 0) {
-    free(merged);
-    return AOI_ENOMEM;
-  }
-  uint32_t tick = (uint32_t)w->tick;
-  /* watchers that have leaves only */
-  for (size_t i = 0, j = 0; i < w->leave_count; i++) {
-    if (i > 0 && w->leaves[i].watcher == w->leaves[i - 1].watcher)
-      continue;
-    while (j < nw && w->watchers[j].id < w->leaves[i].watcher)
-      j++;
-    if (j < nw && w->watchers[j].id == w->leaves[i].watcher)
-      continue;
-    const ment *e = find(w, w->leaves[i].watcher);
-    w->watchers[w->watcher_count++] =
-        (watcher_events){w->leaves[i].watcher, e != NULL ? e->tag : 0,
-                         w->event_count, 0};
-  }
-  qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
-  size_t at = 0, l = 0;
-  for (size_t i = 0; i < w->watcher_count; i++) {
-    watcher_events *we = &w->watchers[i];
-    const aoi_event *ev = w->events + we->start;
-    size_t start = at, k = 0;
-    while (l < w->leave_count && w->leaves[l].watcher < we->id)
-      l++;
-    while (k < we->count && ev[k].kind == AOI_LEAVE) {
-      while (l < w->leave_count && w->leaves[l].watcher == we->id &&
-             w->leaves[l].id < ev[k].id) {
-        merged[at++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
-                                   AOI_LEAVE, tick};
-        l++;
-      }
-      merged[at++] = ev[k++];
+  size_t listed = w->watcher_count;
+  for (size_t g = 0, end; g < w->leave_count; g = end) {
+    uint64_t id = w->leaves[g].watcher;
+    for (end = g; end < w->leave_count && w->leaves[end].watcher == id;)
+      end++;
+    watcher_events key = {.id = id};
+    watcher_events *we = bsearch(&key, w->watchers, listed,
+                                 sizeof(watcher_events), by_watcher);
+    size_t had = we != NULL ? we->count : 0, from = we != NULL ? we->start : 0;
+    if (we == NULL) {
+      if (grow((void **)&w->watchers, &w->watcher_capacity,
+               w->watcher_count + 1, sizeof(watcher_events)) != 0)
+        return AOI_ENOMEM;
+      const ment *e = find(w, id);
+      we = &w->watchers[w->watcher_count++];
+      *we = (watcher_events){id, e != NULL ? e->s.tag : 0, 0, 0};
     }
-    while (l < w->leave_count && w->leaves[l].watcher == we->id) {
-      merged[at++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
-                                 AOI_LEAVE, tick};
-      l++;
+    if (grow((void **)&w->events, &w->event_capacity,
+             w->event_count + had + (end - g), sizeof(aoi_event)) != 0)
+      return AOI_ENOMEM;
+    const aoi_event *ev = w->events + from;
+    aoi_event *out = w->events + w->event_count;
+    size_t n = 0, k = 0;
+    for (size_t l = g; l < end; l++) {
+      while (k < had && ev[k].kind == AOI_LEAVE && ev[k].id < w->leaves[l].id)
+        out[n++] = ev[k++];
+      out[n++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
+                             AOI_LEAVE, (uint32_t)w->tick};
     }
-    while (k < we->count)
-      merged[at++] = ev[k++];
-    we->start = start;
-    we->count = at - start;
+    while (k < had)
+      out[n++] = ev[k++];
+    we->start = w->event_count;
+    we->count = n;
+    w->event_count += n;
   }
-  free(w->events);
-  w->events = merged;
-  w->event_count = at;
-  w->event_capacity = total;
+  if (w->watcher_count > listed)
+    qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
   return 0;
 }
 
@@ -1162,8 +1115,8 @@ int aoi_mpi_tick(aoi_mpi_world *w)
     ment *e = &w->ents[i];
     e->fresh = e->changed = e->respawn = 0;
     if (e->owned) {
-      e->px = e->x;
-      e->py = e->y;
+      e->px = e->s.x;
+      e->py = e->s.y;
       e->sent = 1;
     } else {
       e->sent = 0;
