@@ -6,7 +6,7 @@
 # PATH/TO/aoi-replay is a -DAOI_MPI=ON build. For every TRACE_DIR/*.trace
 # (a directory that is absent is skipped, and said so) and the traces
 # `GEN SEED` and `GEN --policies SEED` write for seeds 1 to
-# ${AOI_MPI_SEEDS:-6} (gen-trace --policies 7 differs at 1 rank: an open bug), the reference is the plain replay (one process,
+# ${AOI_MPI_SEEDS:-8}, the reference is the plain replay (one process,
 # --threads 1 --shards 1); then the trace runs under mpirun at 1, 2, 3 and
 # 4 ranks (oversubscribed: the ranks need not have a core each), with each
 # rank's world at 1 thread and 1 shard and at 2 threads and 3 shards, and
@@ -16,7 +16,7 @@ usage="usage: mpi-replay.sh PATH/TO/aoi-replay GEN [TRACE_DIR ...]"
 aoi_replay=${1:?$usage}
 gen=${2:?$usage}
 shift 2
-seeds=${AOI_MPI_SEEDS:-6}
+seeds=${AOI_MPI_SEEDS:-8}
 mpirun=(mpirun --oversubscribe --quiet)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 # every run under a time limit: expect_replay runs $replay ARGUMENTS

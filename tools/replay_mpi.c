@@ -288,6 +288,11 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
     int rc = aoi_mpi_create(&r->config, NULL, MPI_COMM_WORLD, &r->world);
     if (rc != 0)
       die(r, "aoi_mpi_create", rc);
+    /* made again after ticks of an empty one: as many ticks, so that its
+       tick numbers are the printed ones (move-every's rate reads them) */
+    for (unsigned long t = 0; t < r->ticks; t++)
+      if ((rc = aoi_mpi_tick(r->world)) != 0)
+        die(r, "aoi_mpi_tick", rc);
   }
   if (cmd.kind == TRACE_TICK) {
     print_tick(r);
