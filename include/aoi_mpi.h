@@ -103,7 +103,10 @@ AOI_EXPORT int aoi_mpi_remove(aoi_mpi_world *world, uint64_t id);
 AOI_EXPORT int aoi_mpi_tick(aoi_mpi_world *world);
 
 /* Calls fn once per watcher this rank owns that has events of the last
-   tick, watcher ids ascending, as aoi_deliver does, and empties them. */
+   tick, as aoi_deliver does (segment by segment, on the calling thread),
+   and empties them. AOI_ENOMEM when a watcher that crossed at the last
+   tick could not have its events merged (they are lost); AOI_EPEER after
+   a failed tick. */
 AOI_EXPORT int aoi_mpi_deliver(aoi_mpi_world *world, aoi_deliver_fn fn,
                                void *user);
 

@@ -39,7 +39,7 @@ typedef struct rejection {
 #define SYNTAX 1
 
 typedef struct watcher_text {
-  uint64_t id, at; /* at: the offset of its first line in the text */
+  uint64_t id, at, length; /* its lines: `length` bytes from `at` */
 } watcher_text;
 
 typedef struct mreplay {
@@ -156,13 +156,22 @@ static void take(void *user, uint64_t watcher, uint64_t tag,
   (void)tag;
   r->watchers = grow(r, r->watchers, &r->watcher_capacity,
                      r->watcher_count + 1, sizeof(watcher_text));
-  r->watchers[r->watcher_count++] = (watcher_text){watcher, r->events.length};
+  size_t at = r->events.length;
   for (size_t j = 0; j < count; j++) {
     r->events.data = grow(r, r->events.data, &r->events.capacity,
                           r->events.length + 160, 1);
     r->events.length += (size_t)trace_format_event(
         r->events.data + r->events.length, 160, watcher, &events[j]);
   }
+  r->watchers[r->watcher_count++] =
+      (watcher_text){watcher, at, r->events.length - at};
+}
+
+static int by_watcher(const void *a, const void *b)
+{
+  uint64_t x = ((const watcher_text *)a)->id,
+           y = ((const watcher_text *)b)->id;
+  return x < y ? -1 : x > y;
 }
 
 /* Rank 0 prints the tick's events of every rank, watchers ascending. */
@@ -178,6 +187,7 @@ static void print_tick(mreplay *r)
   if ((rc = aoi_mpi_deliver(r->world, take, r)) != 0)
     die(r, "aoi_mpi_deliver", rc);
   r->ticks++;
+  qsort(r->watchers, r->watcher_count, sizeof(watcher_text), by_watcher);
   /* per rank: its text's bytes, and its watchers' bytes */
   int mine[2] = {(int)r->events.length,
                  (int)(r->watcher_count * sizeof(watcher_text))};
@@ -233,9 +243,8 @@ static void print_tick(mreplay *r)
       }
       if (best == NULL)
         break;
-      int n = ibytes[from] / (int)sizeof(watcher_text);
-      size_t end = ++next[from] < n ? best[1].at : (size_t)bytes[from];
-      fwrite(text + bdisp[from] + best->at, 1, end - best->at, r->out);
+      next[from]++;
+      fwrite(text + bdisp[from] + best->at, 1, best->length, r->out);
     }
     free(next);
   }

@@ -79,22 +79,11 @@ typedef struct transfer_note {
   int rank, in;
 } transfer_note;
 
-typedef struct watcher_events {
-  uint64_t id, tag;
-  size_t start, count;
-} watcher_events;
-
+/* A leave an install made (the view held an id this rank does not). */
 typedef struct extra_leave {
   uint64_t watcher, id, tag;
+  bool told; /* delivered (marked on a watcher's first) */
 } extra_leave;
-
-/* An open-addressed map from id to index in `ents` (linear probing,
-   deletion by backward shift). */
-typedef struct idx_map {
-  uint64_t *keys;
-  uint32_t *vals; /* UINT32_MAX: empty */
-  size_t capacity, count;
-} idx_map;
 
 struct aoi_mpi_world {
   aoi_config config;
@@ -105,7 +94,8 @@ struct aoi_mpi_world {
   double min_x, max_x, band;
   ment *ents;
   size_t count, capacity;
-  idx_map map;
+  aoi_allocator allocator; /* the config's, or malloc's */
+  aoi__idmap map;          /* id -> index in ents */
   removed *gone;
   size_t gone_count, gone_capacity;
   /* ghosts an add here replaced since the last tick: their owners' drops
@@ -115,11 +105,19 @@ struct aoi_mpi_world {
   wire_buf *out, *in;
   uint64_t tick;
   bool failed;
-  /* the last tick's events of owned watchers */
-  aoi_event *events;
-  size_t event_count, event_capacity;
-  watcher_events *watchers;
-  size_t watcher_count, watcher_capacity;
+  bool undelivered; /* the last tick's events wait for aoi_mpi_deliver */
+  bool deliver_failed; /* a merge could not get memory: that watcher's
+                          events of the tick are lost (AOI_ENOMEM) */
+  /* delivery: the host's callback, and a watcher's events with the
+     leaves of its install merged in */
+  aoi_deliver_fn deliver_fn;
+  void *deliver_user;
+  aoi_event *merged;
+  size_t merged_capacity;
+  /* the watchers held as ghosts after the tick, ascending: their events
+     are dropped (a lookup in this short list, not in every entity's) */
+  uint64_t *ghost_watchers;
+  size_t ghost_watcher_count, ghost_watcher_capacity;
   extra_leave *leaves;
   size_t leave_count, leave_capacity;
   transfer_note *transfers;
@@ -161,92 +159,10 @@ static uint64_t mix(uint64_t x)
   return x ^ (x >> 33);
 }
 
-static uint32_t map_get(const idx_map *m, uint64_t id)
-{
-  if (m->capacity == 0)
-    return UINT32_MAX;
-  size_t mask = m->capacity - 1;
-  for (size_t i = mix(id) & mask;; i = (i + 1) & mask) {
-    if (m->vals[i] == UINT32_MAX)
-      return UINT32_MAX;
-    if (m->keys[i] == id)
-      return m->vals[i];
-  }
-}
-
-static int map_put(idx_map *m, uint64_t id, uint32_t v);
-
-static int map_grow(idx_map *m)
-{
-  idx_map bigger = {0};
-  bigger.capacity = m->capacity == 0 ? 64 : 2 * m->capacity;
-  bigger.keys = malloc(bigger.capacity * sizeof(uint64_t));
-  bigger.vals = malloc(bigger.capacity * sizeof(uint32_t));
-  if (bigger.keys == NULL || bigger.vals == NULL) {
-    free(bigger.keys);
-    free(bigger.vals);
-    return AOI_ENOMEM;
-  }
-  memset(bigger.vals, 0xff, bigger.capacity * sizeof(uint32_t));
-  for (size_t i = 0; i < m->capacity; i++)
-    if (m->vals[i] != UINT32_MAX)
-      (void)map_put(&bigger, m->keys[i], m->vals[i]);
-  free(m->keys);
-  free(m->vals);
-  *m = bigger;
-  return 0;
-}
-
-static int map_put(idx_map *m, uint64_t id, uint32_t v)
-{
-  if ((m->count + 1) * 2 > m->capacity) {
-    int rc = map_grow(m);
-    if (rc != 0)
-      return rc;
-  }
-  size_t mask = m->capacity - 1;
-  for (size_t i = mix(id) & mask;; i = (i + 1) & mask) {
-    if (m->vals[i] == UINT32_MAX) {
-      m->keys[i] = id;
-      m->vals[i] = v;
-      m->count++;
-      return 0;
-    }
-    if (m->keys[i] == id) {
-      m->vals[i] = v;
-      return 0;
-    }
-  }
-}
-
-static void map_del(idx_map *m, uint64_t id)
-{
-  size_t mask = m->capacity - 1;
-  size_t i = mix(id) & mask;
-  while (m->vals[i] != UINT32_MAX && m->keys[i] != id)
-    i = (i + 1) & mask;
-  if (m->vals[i] == UINT32_MAX)
-    return;
-  m->vals[i] = UINT32_MAX;
-  m->count--;
-  /* shift back the entries the hole would cut from their home */
-  for (size_t j = (i + 1) & mask; m->vals[j] != UINT32_MAX;
-       j = (j + 1) & mask) {
-    size_t home = mix(m->keys[j]) & mask;
-    bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-    if (between)
-      continue;
-    m->keys[i] = m->keys[j];
-    m->vals[i] = m->vals[j];
-    m->vals[j] = UINT32_MAX;
-    i = j;
-  }
-}
-
 static ment *find(const aoi_mpi_world *w, uint64_t id)
 {
-  uint32_t i = map_get(&w->map, id);
-  return i == UINT32_MAX ? NULL : &w->ents[i];
+  uint32_t i = aoi__idmap_get(&w->map, id);
+  return i == AOI__NONE ? NULL : &w->ents[i];
 }
 
 /* Adds a record for e (not held yet); NULL when out of memory. */
@@ -254,22 +170,23 @@ static ment *hold(aoi_mpi_world *w, const ment *e)
 {
   if (w->count >= UINT32_MAX - 1 ||
       grow((void **)&w->ents, &w->capacity, w->count + 1, sizeof(ment)) != 0 ||
-      map_put(&w->map, e->s.id, (uint32_t)w->count) != 0)
+      aoi__idmap_reserve(&w->allocator, &w->map, e->s.id) != 0)
     return NULL;
+  aoi__idmap_put(&w->map, e->s.id, (uint32_t)w->count);
   w->ents[w->count] = *e;
   return &w->ents[w->count++];
 }
 
 static void forget(aoi_mpi_world *w, uint64_t id)
 {
-  uint32_t i = map_get(&w->map, id);
-  if (i == UINT32_MAX)
+  uint32_t i = aoi__idmap_get(&w->map, id);
+  if (i == AOI__NONE)
     return;
-  map_del(&w->map, id);
+  aoi__idmap_del(&w->map, id);
   size_t last = w->count - 1;
   if (i != last) {
     w->ents[i] = w->ents[last];
-    (void)map_put(&w->map, w->ents[i].s.id, i); /* an existing key */
+    aoi__idmap_put(&w->map, w->ents[i].s.id, i); /* held: no room needed */
   }
   w->count--;
 }
@@ -361,6 +278,9 @@ int aoi_mpi_create(const aoi_config *config, const aoi_mpi_config *mpi,
     return AOI_ENOMEM;
   w->config = *config;
   w->mpi = m;
+  w->allocator = config->allocator != NULL ? *config->allocator
+                                           : aoi__malloc_hooks;
+  aoi__idmap_init(&w->map);
   int rc = transport_mpi_create(comm, m.timeout_ms, &w->t);
   if (rc != 0) {
     free(w);
@@ -414,12 +334,11 @@ int aoi_mpi_destroy(aoi_mpi_world *w)
   free(w->out);
   free(w->in);
   free(w->ents);
-  free(w->map.keys);
-  free(w->map.vals);
+  aoi__idmap_free(&w->allocator, &w->map);
   free(w->gone);
   free(w->replaced);
-  free(w->events);
-  free(w->watchers);
+  free(w->merged);
+  free(w->ghost_watchers);
   free(w->leaves);
   free(w->transfers);
   free(w->view_ids);
@@ -827,7 +746,7 @@ static int install(aoi_mpi_world *w, const wire_record *rec)
     if (grow((void **)&w->leaves, &w->leave_capacity, w->leave_count + 1,
              sizeof(extra_leave)) != 0)
       return AOI_ENOMEM;
-    w->leaves[w->leave_count++] = (extra_leave){rec->e.id, v.id, v.tag};
+    w->leaves[w->leave_count++] = (extra_leave){rec->e.id, v.id, v.tag, false};
   }
   int rc = aoi__view_install(w->local, rec->e.id, w->view_ids, w->view_told,
                              kept);
@@ -975,33 +894,6 @@ static int apply(aoi_mpi_world *w)
 
 /* ---- a tick: events ----------------------------------------------------- */
 
-static void take_events(void *user, uint64_t watcher, uint64_t watcher_tag,
-                        const aoi_event *events, size_t count)
-{
-  aoi_mpi_world *w = user;
-  const ment *e = find(w, watcher);
-  if (e == NULL || !e->owned || w->failed)
-    return; /* a ghost's: another rank's to deliver */
-  if (grow((void **)&w->events, &w->event_capacity, w->event_count + count,
-           sizeof(aoi_event)) != 0 ||
-      grow((void **)&w->watchers, &w->watcher_capacity, w->watcher_count + 1,
-           sizeof(watcher_events)) != 0) {
-    w->failed = true;
-    return;
-  }
-  memcpy(w->events + w->event_count, events, count * sizeof(aoi_event));
-  w->watchers[w->watcher_count++] =
-      (watcher_events){watcher, watcher_tag, w->event_count, count};
-  w->event_count += count;
-}
-
-static int by_watcher(const void *a, const void *b)
-{
-  uint64_t x = ((const watcher_events *)a)->id,
-           y = ((const watcher_events *)b)->id;
-  return x < y ? -1 : x > y;
-}
-
 static int by_leave(const void *a, const void *b)
 {
   const extra_leave *x = a, *y = b;
@@ -1018,65 +910,95 @@ static int by_transfer(const void *a, const void *b)
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Merges the leaves of the installs into their watchers' events: each
-   such watcher's events are written again at the end of w->events, its
-   leaves and these in id order, then the rest. */
-static int merge_leaves(aoi_mpi_world *w)
+/* The first of watcher's leaves in w->leaves (sorted), or NULL. */
+static extra_leave *leaves_of(const aoi_mpi_world *w, uint64_t watcher)
 {
-  qsort(w->leaves, w->leave_count, sizeof(extra_leave), by_leave);
-  size_t listed = w->watcher_count;
-  for (size_t g = 0, end; g < w->leave_count; g = end) {
-    uint64_t id = w->leaves[g].watcher;
-    for (end = g; end < w->leave_count && w->leaves[end].watcher == id;)
-      end++;
-    watcher_events key = {.id = id};
-    watcher_events *we = bsearch(&key, w->watchers, listed,
-                                 sizeof(watcher_events), by_watcher);
-    size_t had = we != NULL ? we->count : 0, from = we != NULL ? we->start : 0;
-    if (we == NULL) {
-      if (grow((void **)&w->watchers, &w->watcher_capacity,
-               w->watcher_count + 1, sizeof(watcher_events)) != 0)
-        return AOI_ENOMEM;
-      const ment *e = find(w, id);
-      we = &w->watchers[w->watcher_count++];
-      *we = (watcher_events){id, e != NULL ? e->s.tag : 0, 0, 0};
-    }
-    if (grow((void **)&w->events, &w->event_capacity,
-             w->event_count + had + (end - g), sizeof(aoi_event)) != 0)
-      return AOI_ENOMEM;
-    const aoi_event *ev = w->events + from;
-    aoi_event *out = w->events + w->event_count;
-    size_t n = 0, k = 0;
-    for (size_t l = g; l < end; l++) {
-      while (k < had && ev[k].kind == AOI_LEAVE && ev[k].id < w->leaves[l].id)
-        out[n++] = ev[k++];
-      out[n++] = (aoi_event){w->leaves[l].id, w->leaves[l].tag, 0, 0,
-                             AOI_LEAVE, (uint32_t)w->tick};
-    }
-    while (k < had)
-      out[n++] = ev[k++];
-    we->start = w->event_count;
-    we->count = n;
-    w->event_count += n;
+  size_t lo = 0, hi = w->leave_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (w->leaves[mid].watcher < watcher)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  if (w->watcher_count > listed)
-    qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
-  return 0;
+  return lo < w->leave_count && w->leaves[lo].watcher == watcher
+             ? &w->leaves[lo]
+             : NULL;
 }
 
-static int gather_events(aoi_mpi_world *w)
+/* Hands watcher's events, `had` of them, to the host with its leaves
+   from *first on merged in id order among its own. */
+static void deliver_merged(aoi_mpi_world *w, uint64_t watcher, uint64_t tag,
+                           const aoi_event *ev, size_t had, extra_leave *first)
 {
-  w->event_count = w->watcher_count = 0;
-  unsigned segments = aoi_delivery_segments(w->local);
-  for (unsigned s = 0; s < segments; s++) {
-    int rc = aoi_deliver(w->local, s, take_events, w);
-    if (rc != 0)
-      return rc;
+  size_t more = 0;
+  while (first + more < w->leaves + w->leave_count &&
+         first[more].watcher == watcher)
+    more++;
+  first->told = true;
+  if (grow((void **)&w->merged, &w->merged_capacity, had + more,
+           sizeof(aoi_event)) != 0) {
+    w->deliver_failed = true;
+    return;
   }
-  if (w->failed)
-    return AOI_ENOMEM;
-  qsort(w->watchers, w->watcher_count, sizeof(watcher_events), by_watcher);
-  return merge_leaves(w);
+  size_t n = 0, k = 0;
+  for (size_t l = 0; l < more; l++) {
+    while (k < had && ev[k].kind == AOI_LEAVE && ev[k].id < first[l].id)
+      w->merged[n++] = ev[k++];
+    w->merged[n++] = (aoi_event){first[l].id, first[l].tag, 0, 0, AOI_LEAVE,
+                                 (uint32_t)w->tick};
+  }
+  while (k < had)
+    w->merged[n++] = ev[k++];
+  w->deliver_fn(w->deliver_user, watcher, tag, w->merged, n);
+}
+
+/* aoi_deliver's callback: an owned watcher's events go to the host, a
+   ghost's are another rank's and dropped. */
+static void pass_events(void *user, uint64_t watcher, uint64_t watcher_tag,
+                        const aoi_event *events, size_t count)
+{
+  aoi_mpi_world *w = user;
+  if (w->deliver_fn == NULL ||
+      (w->ghost_watcher_count > 0 &&
+       bsearch(&watcher, w->ghost_watchers, w->ghost_watcher_count,
+               sizeof(uint64_t), by_id) != NULL))
+    return;
+  extra_leave *first = w->leave_count > 0 ? leaves_of(w, watcher) : NULL;
+  if (first == NULL)
+    w->deliver_fn(w->deliver_user, watcher, watcher_tag, events, count);
+  else
+    deliver_merged(w, watcher, watcher_tag, events, count, first);
+}
+
+/* Delivers the local world's events through pass_events to fn, or drops
+   them all (fn NULL); then the watchers whose only events are leaves of
+   their install. */
+static int deliver(aoi_mpi_world *w, aoi_deliver_fn fn, void *user)
+{
+  w->deliver_fn = fn;
+  w->deliver_user = user;
+  unsigned segments = aoi_delivery_segments(w->local);
+  int rc = 0;
+  for (unsigned s = 0; s < segments && rc == 0; s++)
+    rc = aoi_deliver(w->local, s, pass_events, w);
+  for (size_t i = 0; i < w->leave_count && rc == 0 && fn != NULL; i++) {
+    extra_leave *l = &w->leaves[i];
+    if (l->told || (i > 0 && l[-1].watcher == l->watcher))
+      continue;
+    const ment *e = find(w, l->watcher);
+    if (e != NULL && e->owned)
+      deliver_merged(w, l->watcher, e->s.tag, NULL, 0, l);
+  }
+  w->deliver_fn = NULL;
+  if (rc == 0 && w->deliver_failed)
+    rc = AOI_ENOMEM;
+  w->deliver_failed = false;
+  if (rc == 0) {
+    w->undelivered = false;
+    w->leave_count = 0;
+  }
+  return rc;
 }
 
 int aoi_mpi_tick(aoi_mpi_world *w)
@@ -1085,11 +1007,15 @@ int aoi_mpi_tick(aoi_mpi_world *w)
     return AOI_EINVAL;
   if (w->failed)
     return AOI_EPEER;
+  /* what the host did not take of the last tick goes, ghosts' and all,
+     so that nothing piles up in the local world's outboxes */
+  int rc = w->undelivered ? deliver(w, NULL, NULL) : 0;
+  if (rc != 0)
+    return rc;
   w->tick++;
   w->transfer_count = w->leave_count = 0;
-  w->event_count = w->watcher_count = 0;
   memset(&w->stats, 0, sizeof(w->stats));
-  int rc = encode(w);
+  rc = encode(w);
   if (rc == 0) {
     for (int q = 0; q < w->ranks; q++)
       if (q != w->rank && w->out[q].records > 0) {
@@ -1105,15 +1031,22 @@ int aoi_mpi_tick(aoi_mpi_world *w)
     rc = apply(w);
   if (rc == 0)
     rc = aoi_tick(w->local);
-  if (rc == 0)
-    rc = gather_events(w);
   if (rc != 0) {
     w->failed = true;
     return rc;
   }
+  w->ghost_watcher_count = 0;
   for (size_t i = 0; i < w->count; i++) {
     ment *e = &w->ents[i];
     e->fresh = e->changed = e->respawn = 0;
+    if (!e->owned && (e->s.flags & AOI_WATCHER)) {
+      if (grow((void **)&w->ghost_watchers, &w->ghost_watcher_capacity,
+               w->ghost_watcher_count + 1, sizeof(uint64_t)) != 0) {
+        w->failed = true;
+        return AOI_ENOMEM;
+      }
+      w->ghost_watchers[w->ghost_watcher_count++] = e->s.id;
+    }
     if (e->owned) {
       e->px = e->s.x;
       e->py = e->s.y;
@@ -1127,6 +1060,9 @@ int aoi_mpi_tick(aoi_mpi_world *w)
       w->stats.ghosts++;
   }
   w->gone_count = w->replaced_count = 0;
+  w->undelivered = true;
+  qsort(w->ghost_watchers, w->ghost_watcher_count, sizeof(uint64_t), by_id);
+  qsort(w->leaves, w->leave_count, sizeof(extra_leave), by_leave);
   qsort(w->transfers, w->transfer_count, sizeof(transfer_note), by_transfer);
   for (size_t i = 0; i < w->transfer_count; i++) {
     if (w->transfers[i].in)
@@ -1141,13 +1077,7 @@ int aoi_mpi_deliver(aoi_mpi_world *w, aoi_deliver_fn fn, void *user)
 {
   if (w == NULL || fn == NULL)
     return AOI_EINVAL;
-  for (size_t i = 0; i < w->watcher_count; i++)
-    if (w->watchers[i].count > 0)
-      fn(user, w->watchers[i].id, w->watchers[i].tag,
-         w->events + w->watchers[i].start, w->watchers[i].count);
-  w->watcher_count = 0;
-  w->event_count = 0;
-  return 0;
+  return w->failed ? AOI_EPEER : deliver(w, fn, user);
 }
 
 int aoi_mpi_transfers(aoi_mpi_world *w, aoi_mpi_transfer_fn fn, void *user)
