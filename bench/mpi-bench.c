@@ -9,7 +9,9 @@
  *
  * usage: mpirun -np P aoi-mpi-bench [--scenario NAME] [--entities N]
  *                                   [--ticks T] [--warmup W] [--threads T]
- *                                   [--seed S] [--plain]
+ *                                   [--rebalance N] [--seed S] [--plain]
+ *
+ * --rebalance is aoi_mpi_config.rebalance_interval (default 16).
  *
  * Every rank steps the whole crowd (the game's logic, not timed) and
  * submits the operations of the entities it owns, and the adds in its
@@ -20,7 +22,8 @@
  * the medians of frame, submit, tick, deliver and the time the tick
  * waited on peers (the slowest rank's), the wire's messages, records and
  * bytes a tick (every rank's together) and bytes a record, the entities
- * and ghosts held, and the checksum, which is aoi-bench's for the same
+ * and ghosts held, the transfers a tick, the times the strips moved, and
+ * the checksum, which is aoi-bench's for the same
  * crowd, seed, ticks and warm-up (bench.h, hash_outbox), at every rank
  * count.
  */
@@ -38,7 +41,7 @@
 
 typedef struct options {
   const char *scenario;
-  uint32_t entities, ticks, warmup, threads;
+  uint32_t entities, ticks, warmup, threads, rebalance;
   uint64_t seed;
   int plain;
 } options;
@@ -122,7 +125,7 @@ static unsigned long number(const char *flag, const char *text)
 
 static void parse(int argc, char **argv, options *o)
 {
-  *o = (options){"uniform", 100000, 20, 1, 1, 1, 0};
+  *o = (options){"uniform", 100000, 20, 1, 1, 16, 1, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--plain") == 0) {
@@ -143,6 +146,8 @@ static void parse(int argc, char **argv, options *o)
       o->warmup = (uint32_t)number(a, v);
     else if (strcmp(a, "--threads") == 0)
       o->threads = (uint32_t)number(a, v);
+    else if (strcmp(a, "--rebalance") == 0)
+      o->rebalance = (uint32_t)number(a, v);
     else if (strcmp(a, "--seed") == 0)
       o->seed = number(a, v);
     else
@@ -200,7 +205,7 @@ static double median(double *v, uint32_t n)
 }
 
 enum { FRAME, SUBMIT, TICK, DELIVER, WAIT, TIMES };
-enum { MESSAGES, RECORDS, BYTES, OWNED, GHOSTS, COUNTS };
+enum { MESSAGES, RECORDS, BYTES, OWNED, GHOSTS, TRANSFERS, COUNTS };
 
 int main(int argc, char **argv)
 {
@@ -235,9 +240,12 @@ int main(int argc, char **argv)
   config.min_x = config.min_y = 0;
   config.max_x = config.max_y = (float)p.side;
   config.max_radius = (float)radius;
+  aoi_mpi_config mpi;
+  aoi_mpi_config_default(&mpi);
+  mpi.rebalance_interval = o.rebalance;
   run r = {NULL, NULL, rank, 0, bench_calloc(o.entities + 1, 1)};
   int rc = o.plain ? aoi_create(&config, &r.plain)
-                   : aoi_mpi_create(&config, NULL, MPI_COMM_WORLD, &r.mpi);
+                   : aoi_mpi_create(&config, &mpi, MPI_COMM_WORLD, &r.mpi);
   if (rc != 0)
     bench_die("aoi-mpi-bench: create: %s", aoi_strerror(rc));
 
@@ -272,7 +280,8 @@ int main(int argc, char **argv)
                           (t3 - t2) / 1e6, st.wait_ns / 1e6};
     double sums[COUNTS] = {(double)st.messages, (double)st.records,
                            (double)st.bytes, (double)st.owned,
-                           (double)st.ghosts};
+                           (double)st.ghosts,
+                           (double)(st.transfers_out)};
     double slowest[TIMES], all[COUNTS];
     MPI_Reduce(mine, slowest, TIMES, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(sums, all, COUNTS, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -281,6 +290,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < COUNTS; k++)
       counts[(size_t)k * o.ticks + m] = all[k];
   }
+  aoi_mpi_stats last = {0};
+  if (!o.plain)
+    aoi_mpi_stats_get(r.mpi, &last);
+  uint64_t rebalances = last.rebalances;
   unsigned long long sum = r.checksum, checksum = 0;
   MPI_Reduce(&sum, &checksum, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
              MPI_COMM_WORLD);
@@ -298,12 +311,13 @@ int main(int argc, char **argv)
            "\"wait_ms_median\":%.3f,\"wire_messages_per_tick\":%.1f,"
            "\"wire_records_per_tick\":%.1f,\"wire_bytes_per_tick\":%.0f,"
            "\"wire_bytes_per_record\":%.2f,\"owned\":%.0f,\"ghosts\":%.0f,"
+           "\"transfers_per_tick\":%.1f,\"rebalances\":%" PRIu64 ","
            "\"checksum\":\"%016" PRIx64 "\"}\n",
            o.scenario, o.entities, ranks, o.threads,
            o.plain ? "true" : "false", o.ticks, med[FRAME], med[SUBMIT],
            med[TICK], med[DELIVER], med[WAIT], avg[MESSAGES], avg[RECORDS],
            avg[BYTES], avg[RECORDS] > 0 ? avg[BYTES] / avg[RECORDS] : 0,
-           avg[OWNED], avg[GHOSTS],
+           avg[OWNED], avg[GHOSTS], avg[TRANSFERS], rebalances,
            (uint64_t)(BENCH_CHECKSUM_SEED + (uint64_t)checksum));
   }
   free(r.mine);

@@ -4,8 +4,9 @@
  * design, what a host does on a transfer and how a cluster runs.
  *
  * The map is cut into one vertical strip per rank of the communicator,
- * between the config's min_x and max_x (the first and last strips reach
- * to the infinities). Each rank owns the entities standing in its strip
+ * between the config's min_x and max_x at first (the first and last
+ * strips reach to the infinities); the cuts follow the load
+ * (aoi_mpi_config.rebalance_interval). Each rank owns the entities standing in its strip
  * and runs them in a world of its own (its threads and shards as the
  * config says), together with ghosts: copies of the entities of other
  * ranks that stand within max_radius + hysteresis of its strip. Every
@@ -52,6 +53,11 @@ typedef struct aoi_mpi_config {
   /* How long a tick waits for its peers before it fails with AOI_EPEER,
      in milliseconds (default 10000). */
   unsigned timeout_ms;
+  /* Every this many ticks, the ranks weigh their entities and, when one
+     owns over 1.25x the mean, move the strips' cuts to the quantiles of
+     the entities' x; 0 = never. Default 16. The events are the same
+     either way. */
+  unsigned rebalance_interval;
 } aoi_mpi_config;
 
 AOI_EXPORT void aoi_mpi_config_default(aoi_mpi_config *mpi);
@@ -126,6 +132,7 @@ typedef struct aoi_mpi_stats {
   uint64_t wait_ns;
   uint64_t transfers_out, transfers_in;
   uint64_t owned, ghosts; /* entities this rank holds after the tick */
+  uint64_t rebalances;     /* times the cuts moved, since the start */
 } aoi_mpi_stats;
 AOI_EXPORT int aoi_mpi_stats_get(const aoi_mpi_world *world,
                                  aoi_mpi_stats *stats);

@@ -10,8 +10,9 @@
 #   stress  ThreadSanitizer plus random yields and delays injected at ring
 #           push/pop, handoff and merge: the stress group
 #   mpi     -DAOI_MPI=ON, when mpicc and mpirun are there: one world over
-#           1 to 4 MPI ranks against one process on every shared and
-#           generated trace, and a killed rank (the mpi group)
+#           1 to 4 MPI ranks against the model on every shared and
+#           generated trace, strips that move, and a killed rank (the mpi
+#           group)
 #   fuzz    clang, libFuzzer + ASan + UBSan: each fuzz target for a short
 #           fixed time, and its regression inputs
 # usage: scripts/test.sh [BUILD_ROOT]   (default: build-tests)

@@ -11,8 +11,10 @@
 # model-replay binary the model's replay (the differential test's
 # oracle, written from the spec); then the trace runs under mpirun at 1, 2, 3 and
 # 4 ranks (oversubscribed: the ranks need not have a core each), with each
-# rank's world at 1 thread and 1 shard and at 2 threads and 3 shards, and
-# stdout, stderr and the exit status must equal the reference's.
+# rank's world at 1 thread and 1 shard (the strips weighed every 16 ticks,
+# the default) and at 2 threads and 3 shards (weighed every 2 ticks, so
+# that they move often), and stdout, stderr and the exit status must equal
+# the reference's.
 set -u
 usage="usage: mpi-replay.sh PATH/TO/aoi-replay GEN [TRACE_DIR ...]"
 aoi_replay=${1:?$usage}
@@ -59,10 +61,12 @@ for trace in "${traces[@]}"; do
     continue
   fi
   for ranks in 1 2 3 4; do
-    for layout in "1 1" "2 3"; do
+    for layout in "1 1 16" "2 3 2"; do
       set -- $layout
-      expect_replay "$name: $ranks ranks, --threads $1 --shards $2" "$want" \
-        "$tmp/want.out" "$tmp/want.err" 120 "${mpirun[@]}" -np "$ranks" \
+      expect_replay "$name: $ranks ranks, --threads $1 --shards $2, strips \
+weighed every $3 ticks" "$want" "$tmp/want.out" "$tmp/want.err" 120 \
+        env AOI_REPLAY_MPI_REBALANCE="$3" "${mpirun[@]}" \
+        -x AOI_REPLAY_MPI_REBALANCE -np "$ranks" \
         "$aoi_replay" --mpi --threads "$1" --shards "$2" "$trace"
     done
   done

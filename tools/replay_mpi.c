@@ -44,6 +44,7 @@ typedef struct watcher_text {
 
 typedef struct mreplay {
   aoi_config config;
+  aoi_mpi_config mpi;
   aoi_mpi_world *world;
   int rank, ranks;
   int config_locked;
@@ -294,7 +295,7 @@ static void apply_line(mreplay *r, const char *line_text, size_t length,
     return;
   }
   if (r->world == NULL) {
-    int rc = aoi_mpi_create(&r->config, NULL, MPI_COMM_WORLD, &r->world);
+    int rc = aoi_mpi_create(&r->config, &r->mpi, MPI_COMM_WORLD, &r->world);
     if (rc != 0)
       die(r, "aoi_mpi_create", rc);
     /* made again after ticks of an empty one: as many ticks, so that its
@@ -397,6 +398,12 @@ int replay_mpi_run(FILE *in, const char *name, FILE *out, FILE *err,
   MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &r.ranks);
   aoi_config_default(&r.config);
+  aoi_mpi_config_default(&r.mpi);
+  /* AOI_REPLAY_MPI_REBALANCE=N: the strips' rebalance_interval, for the
+     tests that move them often */
+  const char *every = getenv("AOI_REPLAY_MPI_REBALANCE");
+  if (every != NULL && *every != '\0')
+    r.mpi.rebalance_interval = (unsigned)strtoul(every, NULL, 10);
   r.config.threads = options->threads;
   r.config.shards = options->shards;
   r.out = out;

@@ -120,6 +120,20 @@ static int exchange(transport *base, const wire_buf *out, wire_buf *in,
   return 0;
 }
 
+static int sum(transport *base, double *values, size_t n)
+{
+  mpi_transport *t = (mpi_transport *)base;
+  if (n > INT_MAX)
+    return AOI_ENOMEM;
+  uint64_t deadline = now_ns() + (uint64_t)t->timeout_ms * 1000000u;
+  MPI_Request request;
+  if (MPI_Iallreduce(MPI_IN_PLACE, values, (int)n, MPI_DOUBLE, MPI_SUM,
+                     t->comm, &request) != MPI_SUCCESS ||
+      wait_for(&request, deadline) != 0)
+    return AOI_EPEER;
+  return 0;
+}
+
 static int agree(transport *base, uint64_t value)
 {
   mpi_transport *t = (mpi_transport *)base;
@@ -169,6 +183,7 @@ int transport_mpi_create(MPI_Comm comm, unsigned timeout_ms, transport **out)
   t->recv_counts = t->send_displs + t->base.ranks;
   t->recv_displs = t->recv_counts + t->base.ranks;
   t->base.exchange = exchange;
+  t->base.sum = sum;
   t->base.agree = agree;
   t->base.destroy = destroy;
   *out = &t->base;

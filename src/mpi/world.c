@@ -91,7 +91,15 @@ struct aoi_mpi_world {
   aoi_world *local;
   transport *t;
   int rank, ranks;
-  double min_x, max_x, band;
+  double band;
+  /* The strips (layouts, see owner_in): `cut` now; `prev`, the last
+     tick's; `next`, agreed at this tick's start when `moving`, and `cut`
+     from the next tick on. `moved` says the last tick was moving: its
+     ghosts went to the bands of both layouts. */
+  double *cut, *prev, *next;
+  double span[2]; /* the first layout's cuts run over [span[0], span[1]] */
+  bool moving, moved;
+  uint64_t rebalances;
   ment *ents;
   size_t count, capacity;
   aoi_allocator allocator; /* the config's, or malloc's */
@@ -193,42 +201,53 @@ static void forget(aoi_mpi_world *w, uint64_t id)
 
 /* ---- the strips --------------------------------------------------------- */
 
-static double strip_lo(const aoi_mpi_world *w, int q)
-{
-  if (q <= 0)
-    return -INFINITY;
-  return w->min_x + (w->max_x - w->min_x) * q / w->ranks;
-}
+/* A layout is ranks + 1 bounds, ascending: strip q is [c[q], c[q + 1]),
+   c[0] = -inf and c[ranks] = +inf. */
 
-static double strip_hi(const aoi_mpi_world *w, int q)
-{
-  return q >= w->ranks - 1 ? INFINITY : strip_lo(w, q + 1);
-}
-
-static int owner_of(const aoi_mpi_world *w, double x)
+static int owner_in(const aoi_mpi_world *w, const double *c, double x)
 {
   int q = 0;
-  while (q + 1 < w->ranks && x >= strip_lo(w, q + 1))
+  while (q + 1 < w->ranks && x >= c[q + 1])
     q++;
   return q;
 }
 
-/* The ranks whose band holds x: [*first, *last]. */
-static void band_ranks(const aoi_mpi_world *w, double x, int *first, int *last)
+static int owner_of(const aoi_mpi_world *w, double x)
 {
-  int q = owner_of(w, x);
-  int a = q, b = q;
-  while (a > 0 && x <= strip_hi(w, a - 1) + w->band)
+  return owner_in(w, w->cut, x);
+}
+
+static bool band_in(const aoi_mpi_world *w, const double *c, double x, int q)
+{
+  return x >= c[q] - w->band && x <= c[q + 1] + w->band;
+}
+
+/* Whether rank q holds (or must hold) an entity at x in a tick of layout
+   `c`, and of `next` too when it is not NULL (the tick before the cuts
+   move: the ranks of the next layout get their ghosts a tick ahead). */
+static bool holds(const aoi_mpi_world *w, const double *c, const double *next,
+                  double x, int q)
+{
+  return band_in(w, c, x, q) || (next != NULL && band_in(w, next, x, q));
+}
+
+/* The ranks that may hold x under c and next: [*first, *last] (a band
+   holds a run of ranks; the two runs overlap at x's owners). */
+static void holders_span(const aoi_mpi_world *w, const double *c,
+                         const double *next, double x, int *first, int *last)
+{
+  int a = owner_in(w, c, x), b = a;
+  if (next != NULL) {
+    int o = owner_in(w, next, x);
+    a = o < a ? o : a;
+    b = o > b ? o : b;
+  }
+  while (a > 0 && holds(w, c, next, x, a - 1))
     a--;
-  while (b + 1 < w->ranks && x >= strip_lo(w, b + 1) - w->band)
+  while (b + 1 < w->ranks && holds(w, c, next, x, b + 1))
     b++;
   *first = a;
   *last = b;
-}
-
-static bool in_band(const aoi_mpi_world *w, double x, int q)
-{
-  return x >= strip_lo(w, q) - w->band && x <= strip_hi(w, q) + w->band;
 }
 
 /* ---- create, destroy, small queries ------------------------------------- */
@@ -236,7 +255,7 @@ static bool in_band(const aoi_mpi_world *w, double x, int q)
 void aoi_mpi_config_default(aoi_mpi_config *mpi)
 {
   if (mpi != NULL)
-    mpi->timeout_ms = 10000;
+    *mpi = (aoi_mpi_config){.timeout_ms = 10000, .rebalance_interval = 16};
 }
 
 /* A digest of the config, which every rank must share. */
@@ -258,7 +277,7 @@ static uint64_t config_digest(const aoi_config *c, const aoi_mpi_config *m)
     memcpy(&bits, &c->move_bands[i].distance, sizeof(bits));
     h = mix(h ^ bits ^ ((uint64_t)c->move_bands[i].period << 32));
   }
-  return mix(h ^ m->timeout_ms);
+  return mix(h ^ m->timeout_ms ^ (uint64_t)m->rebalance_interval << 32);
 }
 
 int aoi_mpi_create(const aoi_config *config, const aoi_mpi_config *mpi,
@@ -288,21 +307,34 @@ int aoi_mpi_create(const aoi_config *config, const aoi_mpi_config *mpi,
   }
   w->rank = w->t->rank;
   w->ranks = w->t->ranks;
-  w->min_x = config->min_x;
-  w->max_x = config->max_x;
-  if (!(w->min_x < w->max_x)) {
-    w->min_x = 0;
-    w->max_x = 1000;
+  size_t bounds = (size_t)w->ranks + 1;
+  if ((w->cut = calloc(3 * bounds, sizeof(double))) == NULL) {
+    aoi_mpi_destroy(w);
+    return AOI_ENOMEM;
   }
+  w->prev = w->cut + bounds;
+  w->next = w->prev + bounds;
+  double min_x = config->min_x, max_x = config->max_x;
+  if (!(min_x < max_x)) {
+    min_x = 0;
+    max_x = 1000;
+  }
+  for (int q = 0; q <= w->ranks; q++)
+    w->cut[q] = q == 0            ? -INFINITY
+                : q == w->ranks   ? INFINITY
+                                  : min_x + (max_x - min_x) * q / w->ranks;
+  memcpy(w->prev, w->cut, bounds * sizeof(double));
+  w->span[0] = min_x;
+  w->span[1] = max_x;
   double reach = (double)config->max_radius + (double)config->hysteresis;
   if (config->shape == AOI_SHAPE_CELLS)
     reach = (ceil(reach / config->cell_size) + 1) * config->cell_size;
   w->band = reach * (1 + 1e-6) + 1e-3;
   /* The local world's first layout covers this rank's strip and band. */
   aoi_config local = *config;
-  double lo = strip_lo(w, w->rank), hi = strip_hi(w, w->rank);
-  local.min_x = (float)(isfinite(lo) ? lo - w->band : w->min_x);
-  local.max_x = (float)(isfinite(hi) ? hi + w->band : w->max_x);
+  double lo = w->cut[w->rank], hi = w->cut[w->rank + 1];
+  local.min_x = (float)(isfinite(lo) ? lo - w->band : min_x);
+  local.max_x = (float)(isfinite(hi) ? hi + w->band : max_x);
   if (!(local.min_x < local.max_x))
     local.max_x = local.min_x + 1;
   if ((rc = w->t->agree(w->t, config_digest(config, &m))) != 0 ||
@@ -333,6 +365,7 @@ int aoi_mpi_destroy(aoi_mpi_world *w)
     wire_buf_free(&w->in[q]);
   free(w->out);
   free(w->in);
+  free(w->cut);
   free(w->ents);
   aoi__idmap_free(&w->allocator, &w->map);
   free(w->gone);
@@ -600,23 +633,40 @@ static int export_view(aoi_mpi_world *w, const ment *e, uint32_t *n)
   return 0;
 }
 
+/* The layouts whose bands hold the ghosts of this tick (`c`, `n`) and of
+   the last one (`pc`, `pn`): see holds. */
+typedef struct bands {
+  const double *c, *n, *pc, *pn;
+} bands;
+
+static bands bands_now(const aoi_mpi_world *w)
+{
+  return (bands){w->cut, w->moving ? w->next : NULL, w->prev,
+                 w->moved ? w->cut : NULL};
+}
+
 static int encode(aoi_mpi_world *w)
 {
   int rc = 0;
   for (int q = 0; q < w->ranks; q++)
     if ((rc = wire_begin(&w->out[q], w->tick, (uint32_t)w->rank)) != 0)
       return rc;
+  bands h = bands_now(w);
   for (size_t i = 0; i < w->gone_count; i++) {
     int a, b;
-    band_ranks(w, w->gone[i].px, &a, &b);
+    double px = w->gone[i].px;
+    holders_span(w, h.pc, h.pn, px, &a, &b);
     for (int q = a; q <= b; q++)
-      if (q != w->rank &&
+      if (q != w->rank && holds(w, h.pc, h.pn, px, q) &&
           (rc = wire_put_id(&w->out[q], WIRE_REMOVE, w->gone[i].id)) != 0)
         return rc;
   }
+  /* when the cuts move, or moved at the last tick, where every entity's
+     ghosts go changes: look at every one */
+  bool all = w->moving || w->moved;
   for (size_t i = 0; i < w->count; i++) {
     ment *e = &w->ents[i];
-    if (!e->owned || (!e->changed && !e->fresh))
+    if (!e->owned || (!e->changed && !e->fresh && !all))
       continue;
     int to = owner_of(w, e->s.x);
     wire_entity we = entity_of(e);
@@ -627,16 +677,20 @@ static int encode(aoi_mpi_world *w)
           (rc = note_transfer(w, e->s.id, e->s.tag, to, 0)) != 0)
         return rc;
     }
-    /* the ranks that hold it ([pa, pb], from where it stood) and those
-       that must ([a, b]) */
-    int a, b, pa = -1, pb = -2;
-    band_ranks(w, e->s.x, &a, &b);
-    if (e->sent)
-      band_ranks(w, e->px, &pa, &pb);
-    int lo = e->sent && pa < a ? pa : a, hi = e->sent && pb > b ? pb : b;
-    for (int q = lo; q <= hi; q++) {
-      bool now = q >= a && q <= b, before = q >= pa && q <= pb;
-      if (q == w->rank || q == to || (!now && !before))
+    /* the ranks that hold it (from where it stood) and those that must */
+    int a, b;
+    holders_span(w, h.c, h.n, e->s.x, &a, &b);
+    if (e->sent) {
+      int pa, pb;
+      holders_span(w, h.pc, h.pn, e->px, &pa, &pb);
+      a = pa < a ? pa : a;
+      b = pb > b ? pb : b;
+    }
+    for (int q = a; q <= b; q++) {
+      bool now = holds(w, h.c, h.n, e->s.x, q);
+      bool before = e->sent && holds(w, h.pc, h.pn, e->px, q);
+      if (q == w->rank || q == to || (!now && !before) ||
+          (now && before && !e->changed && !e->fresh))
         continue;
       if (!now)
         rc = wire_put_id(&w->out[q], WIRE_DROP, e->s.id);
@@ -654,9 +708,10 @@ static int encode(aoi_mpi_world *w)
 }
 
 /* The entities transferred out: ghosts here, or gone when beyond the
-   band. After encode, which read their views. */
+   bands. After encode, which read their views. */
 static int demote(aoi_mpi_world *w)
 {
+  bands h = bands_now(w);
   for (size_t i = 0; i < w->count;) {
     ment *e = &w->ents[i];
     if (!e->owned || owner_of(w, e->s.x) == w->rank) {
@@ -664,7 +719,7 @@ static int demote(aoi_mpi_world *w)
       continue;
     }
     e->owned = 0;
-    if (in_band(w, e->s.x, w->rank)) {
+    if (holds(w, h.c, h.n, e->s.x, w->rank)) {
       i++;
       continue;
     }
@@ -674,6 +729,60 @@ static int demote(aoi_mpi_world *w)
     forget(w, e->s.id); /* the last one moved into i */
   }
   return 0;
+}
+
+/* ---- moving the strips -------------------------------------------------- */
+
+enum { BINS = 4096 };
+
+/* At the start of a tick that rebalance_interval names: every rank adds
+   its owned entities to a histogram of x over the first layout's span
+   (those beyond it in the end bins) and its count; the sums are the same
+   on every rank, so each computes the same cuts, at the histogram's
+   quantiles, when one rank owns over 1.25x the mean. They take effect
+   at the next tick, and this tick sends ghosts to their bands already
+   (`moving`), so that each entity is held, and each watcher's view is
+   whole, on its new owner when it is transferred there. */
+static int plan_cuts(aoi_mpi_world *w)
+{
+  unsigned every = w->mpi.rebalance_interval;
+  if (every == 0 || w->ranks < 2 || w->tick % every != 0)
+    return 0;
+  size_t n = BINS + (size_t)w->ranks;
+  double *v = calloc(n, sizeof(double));
+  if (v == NULL)
+    return AOI_ENOMEM;
+  double lo = w->span[0], width = (w->span[1] - w->span[0]) / BINS;
+  for (size_t i = 0; i < w->count; i++) {
+    if (!w->ents[i].owned)
+      continue;
+    double bin = floor((w->ents[i].s.x - lo) / width);
+    v[bin < 0 ? 0 : bin >= BINS ? BINS - 1 : (size_t)bin]++;
+    v[BINS + (size_t)w->rank]++;
+  }
+  int rc = w->t->sum(w->t, v, n);
+  double total = 0, most = 0;
+  for (int q = 0; rc == 0 && q < w->ranks; q++) {
+    total += v[BINS + q];
+    most = v[BINS + q] > most ? v[BINS + q] : most;
+  }
+  if (rc == 0 && total > 0 && most > 1.25 * total / w->ranks) {
+    /* cut q at the right edge of the bin that completes the q-th share */
+    double seen = 0;
+    int q = 1;
+    w->next[0] = -INFINITY;
+    w->next[w->ranks] = INFINITY;
+    for (size_t bin = 0; bin < BINS && q < w->ranks; bin++) {
+      seen += v[bin];
+      while (q < w->ranks && seen >= total * q / w->ranks)
+        w->next[q++] = lo + width * (double)(bin + 1);
+    }
+    while (q < w->ranks)
+      w->next[q++] = w->span[1];
+    w->moving = memcmp(w->next, w->cut, sizeof(double) * (w->ranks + 1)) != 0;
+  }
+  free(v);
+  return rc;
 }
 
 /* ---- a tick: apply ------------------------------------------------------ */
@@ -812,6 +921,13 @@ static int apply_entity(aoi_mpi_world *w, const wire_record *rec, int from,
   if (e->fresh)
     return AOI_EPEER; /* an update of an id added here this tick */
   int rc = update_local(w, e, &rec->e);
+  if (rc == 0 && own && (e->s.flags & AOI_WATCHER)) {
+    /* one that crossed only because the cuts moved stood still: it still
+       needs a record for its view's install */
+    rc = aoi_move(w->local, e->s.id, e->s.x, e->s.y);
+    if (rc != 0 && rc != AOI_ENOMEM)
+      rc = AOI_EPEER;
+  }
   if (rc == 0)
     e->owned = own;
   return rc;
@@ -1015,7 +1131,9 @@ int aoi_mpi_tick(aoi_mpi_world *w)
   w->tick++;
   w->transfer_count = w->leave_count = 0;
   memset(&w->stats, 0, sizeof(w->stats));
-  rc = encode(w);
+  rc = plan_cuts(w);
+  if (rc == 0)
+    rc = encode(w);
   if (rc == 0) {
     for (int q = 0; q < w->ranks; q++)
       if (q != w->rank && w->out[q].records > 0) {
@@ -1061,6 +1179,15 @@ int aoi_mpi_tick(aoi_mpi_world *w)
   }
   w->gone_count = w->replaced_count = 0;
   w->undelivered = true;
+  size_t bounds = sizeof(double) * ((size_t)w->ranks + 1);
+  memcpy(w->prev, w->cut, bounds);
+  w->moved = w->moving;
+  if (w->moving) {
+    memcpy(w->cut, w->next, bounds);
+    w->moving = false;
+    w->rebalances++;
+  }
+  w->stats.rebalances = w->rebalances;
   qsort(w->ghost_watchers, w->ghost_watcher_count, sizeof(uint64_t), by_id);
   qsort(w->leaves, w->leave_count, sizeof(extra_leave), by_leave);
   qsort(w->transfers, w->transfer_count, sizeof(transfer_note), by_transfer);
