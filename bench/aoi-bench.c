@@ -134,6 +134,9 @@
 #include "aoi.h"
 #include "algo.h"
 #include "bench.h"
+#ifdef AOI_MPI
+#include "mpi-bench.h"
+#endif
 #include "report.h"
 #include "scenario.h"
 
@@ -1605,6 +1608,9 @@ static void usage(FILE *out)
       "                     algorithm's; exit 1 at the first difference (for\n"
       "                     checking, not timing)\n"
       "  --no-baseline      run no algorithm beside the engine (large runs)\n"
+      "  --mpi ...          (a -DAOI_MPI=ON build, under mpirun) the crowd\n"
+      "                     on one world over the ranks; its own options\n"
+      "                     follow (bench/mpi-bench.c, docs/distributed.md)\n"
       "  --help             this text\n"
       "\n"
       "scenarios:\n",
@@ -2091,6 +2097,14 @@ static void parse_options(int argc, char **argv, bench_options *o)
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "--mpi") == 0) {
+#ifdef AOI_MPI
+    return mpi_bench_main(argc - 1, argv + 1);
+#else
+    fputs("aoi-bench: --mpi needs a build with -DAOI_MPI=ON\n", stderr);
+    return BENCH_EXIT_USAGE;
+#endif
+  }
   bench_options options;
   parse_options(argc, argv, &options);
   int status = 0;

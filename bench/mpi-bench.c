@@ -1,5 +1,5 @@
 /*
- * aoi-mpi-bench: the walking crowd of aoi-bench on one world spread over
+ * aoi-bench --mpi: the walking crowd of aoi-bench on one world spread over
  * the ranks of MPI_COMM_WORLD (aoi_mpi.h), run under mpirun; or, with
  * --plain at one rank, on one plain world, the same crowd and the same
  * timing, to compare against: its segments delivered at once on as many
@@ -7,9 +7,9 @@
  * --bind-to none, else the runtime binds a process of one rank to one
  * core, whatever its threads.
  *
- * usage: mpirun -np P aoi-mpi-bench [--scenario NAME] [--entities N]
- *                                   [--ticks T] [--warmup W] [--threads T]
- *                                   [--rebalance N] [--seed S] [--plain]
+ * usage: mpirun -np P aoi-bench --mpi [--scenario NAME] [--entities N]
+ *                      [--ticks T] [--warmup W] [--threads T]
+ *                      [--rebalance N] [--seed S] [--plain]
  *
  * --rebalance is aoi_mpi_config.rebalance_interval (default 16).
  *
@@ -37,6 +37,7 @@
 
 #include "aoi_mpi.h"
 #include "bench.h"
+#include "mpi-bench.h"
 #include "scenario.h"
 
 typedef struct options {
@@ -99,7 +100,7 @@ static int deliver_plain(run *r)
     jobs[s] = (segment_job){r->plain, s, 0, 0};
   for (unsigned s = 1; s < n; s++)
     if (pthread_create(&threads[s], NULL, deliver_segment, &jobs[s]) != 0)
-      bench_die("aoi-mpi-bench: pthread_create");
+      bench_die("--mpi: pthread_create");
   deliver_segment(&jobs[0]);
   int rc = 0;
   for (unsigned s = 0; s < n; s++) {
@@ -119,7 +120,7 @@ static unsigned long number(const char *flag, const char *text)
   char *end;
   unsigned long v = strtoul(text, &end, 10);
   if (*text == '\0' || *end != '\0')
-    bench_die("aoi-mpi-bench: %s: '%s' is not a number", flag, text);
+    bench_die("--mpi: %s: '%s' is not a number", flag, text);
   return v;
 }
 
@@ -133,7 +134,7 @@ static void parse(int argc, char **argv, options *o)
       continue;
     }
     if (i + 1 >= argc)
-      bench_die("aoi-mpi-bench: %s needs a value (see the top of "
+      bench_die("--mpi: %s needs a value (see the top of "
                 "bench/mpi-bench.c)", a);
     const char *v = argv[++i];
     if (strcmp(a, "--scenario") == 0)
@@ -151,10 +152,10 @@ static void parse(int argc, char **argv, options *o)
     else if (strcmp(a, "--seed") == 0)
       o->seed = number(a, v);
     else
-      bench_die("aoi-mpi-bench: unknown option %s", a);
+      bench_die("--mpi: unknown option %s", a);
   }
   if (o->entities == 0 || o->ticks == 0 || o->warmup == 0)
-    bench_die("aoi-mpi-bench: --entities, --ticks and --warmup must be > 0");
+    bench_die("--mpi: --entities, --ticks and --warmup must be > 0");
 }
 
 /* Submits op to whichever world this rank runs, if it is this rank's. */
@@ -207,7 +208,7 @@ static double median(double *v, uint32_t n)
 enum { FRAME, SUBMIT, TICK, DELIVER, WAIT, TIMES };
 enum { MESSAGES, RECORDS, BYTES, OWNED, GHOSTS, TRANSFERS, COUNTS };
 
-int main(int argc, char **argv)
+int mpi_bench_main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
   int rank, ranks;
@@ -216,10 +217,10 @@ int main(int argc, char **argv)
   options o;
   parse(argc, argv, &o);
   if (o.plain && ranks != 1)
-    bench_die("aoi-mpi-bench: --plain runs on one rank");
+    bench_die("--mpi: --plain runs on one rank");
   const scenario *sc = scenario_find(o.scenario);
   if (sc == NULL)
-    bench_die("aoi-mpi-bench: no scenario %s", o.scenario);
+    bench_die("--mpi: no scenario %s", o.scenario);
 
   /* aoi-bench's crowd: radius 10, about 35 in view, a step of R / 20 */
   double radius = 10 * sc->radius_factor;
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
   int rc = o.plain ? aoi_create(&config, &r.plain)
                    : aoi_mpi_create(&config, &mpi, MPI_COMM_WORLD, &r.mpi);
   if (rc != 0)
-    bench_die("aoi-mpi-bench: create: %s", aoi_strerror(rc));
+    bench_die("--mpi: create: %s", aoi_strerror(rc));
 
   uint32_t total = o.warmup + o.ticks;
   double *times = bench_calloc((size_t)TIMES * o.ticks, sizeof(double));
@@ -258,17 +259,17 @@ int main(int argc, char **argv)
     uint64_t t0 = bench_now_ns();
     for (size_t i = 0; i < n; i++)
       if ((rc = submit(&r, &ops[i])) != 0)
-        bench_die("aoi-mpi-bench: operation: %s", aoi_strerror(rc));
+        bench_die("--mpi: operation: %s", aoi_strerror(rc));
     uint64_t t1 = bench_now_ns();
     rc = o.plain ? aoi_tick(r.plain) : aoi_mpi_tick(r.mpi);
     if (rc == 0 && !o.plain)
       rc = aoi_mpi_transfers(r.mpi, transferred, &r);
     if (rc != 0)
-      bench_die("aoi-mpi-bench: tick: %s", aoi_strerror(rc));
+      bench_die("--mpi: tick: %s", aoi_strerror(rc));
     uint64_t t2 = bench_now_ns();
     rc = o.plain ? deliver_plain(&r) : aoi_mpi_deliver(r.mpi, take, &r.checksum);
     if (rc != 0)
-      bench_die("aoi-mpi-bench: deliver: %s", aoi_strerror(rc));
+      bench_die("--mpi: deliver: %s", aoi_strerror(rc));
     uint64_t t3 = bench_now_ns();
     aoi_mpi_stats st = {0};
     if (!o.plain)
