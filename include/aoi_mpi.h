@@ -138,9 +138,11 @@ AOI_EXPORT int aoi_mpi_stats_get(const aoi_mpi_world *world,
                                  aoi_mpi_stats *stats);
 
 /* This rank's local world, for the queries of aoi.h: it holds the
-   entities this rank owns and its ghosts, so aoi_view of an owned watcher
-   and aoi_query_circle within this rank's strip answer as one world would.
-   Never submit to it or tick it. */
+   entities this rank owns and its ghosts. aoi_view of an owned watcher
+   answers as one world would, and aoi_query_circle for a circle inside
+   the strip widened by the band; aoi_watchers_of is exact for the
+   watchers this rank owns only (docs/distributed.md). Never submit to it
+   or tick it. */
 AOI_EXPORT aoi_world *aoi_mpi_local(aoi_mpi_world *world);
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <mpi.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ typedef struct mreplay {
   FILE *out, *err;
   unsigned long ticks;
   unsigned long kill_tick; /* AOI_REPLAY_KILL names this rank: die then */
+  unsigned long hang_tick; /* AOI_REPLAY_HANG names it: stop answering */
 } mreplay;
 
 static void die(mreplay *r, const char *what, int rc)
@@ -180,8 +182,12 @@ static void print_tick(mreplay *r)
 {
   r->events.length = 0;
   r->watcher_count = 0;
+  /* the fault test's (tests/mpi-fault.sh) */
   if (r->kill_tick == r->ticks + 1)
-    raise(SIGKILL); /* the fault test's (tests/mpi-fault.sh) */
+    raise(SIGKILL);
+  if (r->hang_tick == r->ticks + 1)
+    for (;;)
+      pause(); /* until the job is stopped */
   int rc = aoi_mpi_tick(r->world);
   if (rc != 0)
     die(r, "aoi_mpi_tick", rc);
@@ -390,6 +396,16 @@ static int print_rejected(mreplay *r)
   return total > 0 ? 1 : 0;
 }
 
+/* The TICK of "RANK:TICK" when RANK is `rank`, else 0 (never). */
+static unsigned long fault_tick(const char *text, int rank)
+{
+  int at;
+  unsigned long tick;
+  if (text == NULL || sscanf(text, "%d:%lu", &at, &tick) != 2 || at != rank)
+    return 0;
+  return tick;
+}
+
 int replay_mpi_run(FILE *in, const char *name, FILE *out, FILE *err,
                    const replay_options *options)
 {
@@ -408,14 +424,14 @@ int replay_mpi_run(FILE *in, const char *name, FILE *out, FILE *err,
   r.config.shards = options->shards;
   r.out = out;
   r.err = err;
-  /* AOI_REPLAY_KILL=RANK:TICK: that rank dies before that tick */
-  const char *kill_at = getenv("AOI_REPLAY_KILL");
-  int kill_rank;
-  unsigned long kill_tick;
-  if (kill_at != NULL &&
-      sscanf(kill_at, "%d:%lu", &kill_rank, &kill_tick) == 2 &&
-      kill_rank == r.rank)
-    r.kill_tick = kill_tick;
+  /* AOI_REPLAY_KILL=RANK:TICK: that rank dies before that tick;
+     AOI_REPLAY_HANG=RANK:TICK: it stops answering then;
+     AOI_REPLAY_MPI_TIMEOUT=MS: the ranks' timeout_ms */
+  r.kill_tick = fault_tick(getenv("AOI_REPLAY_KILL"), r.rank);
+  r.hang_tick = fault_tick(getenv("AOI_REPLAY_HANG"), r.rank);
+  const char *timeout = getenv("AOI_REPLAY_MPI_TIMEOUT");
+  if (timeout != NULL && *timeout != '\0')
+    r.mpi.timeout_ms = (unsigned)strtoul(timeout, NULL, 10);
   /* rank 0 reads the trace; every rank gets it */
   char *all = NULL;
   long long size = 0;
