@@ -967,7 +967,7 @@ static void algo_run_init(algo_run *r, const algo_class *cls,
                           const bench_options *o, const scenario_result *s,
                           const aoi_config *config)
 {
-  algo_params params = {config, s->radius, o->tower_side};
+  algo_params params = {config, s->radius, o->tower_side, o->skin};
   r->a = algo_create(cls, &params);
   r->tick = bench_calloc(o->ticks, sizeof(double));
   r->submit = bench_calloc(o->ticks, sizeof(double));
@@ -1009,6 +1009,7 @@ static void algo_run_finish(algo_run *r, unsigned ticks, algo_result *out)
     out->events_per_tick = r->events / ticks;
     out->peak_bytes = algo_peak_bytes(r->a);
     out->checksum = r->checksum;
+    out->rebuilds = algo_verlet_rebuilds(r->a);
   }
   algo_destroy(r->a);
   free(r->tick);
@@ -1598,11 +1599,14 @@ static void usage(FILE *out)
       "                     so the id map hashes them (JSON: sparse_ids)\n"
       "  --json             one JSON object per run on stdout, nothing else\n"
       "  --baseline LIST    the algorithms run beside the engine, comma-\n"
-      "                     separated, or all: brute, ninegrid, tower, xlist\n"
+      "                     separated, or all: brute, ninegrid, tower, xlist,\n"
+      "                     verlet\n"
       "                     (default ninegrid; the first is the JSON's\n"
       "                     baseline_*)\n"
       "  --tower-side S     tower: the side of a tower (default: the crowd's\n"
       "                     view radius)\n"
+      "  --skin F           verlet: the skin beyond each watcher's reach, a\n"
+      "                     share of the reach (default 0.25)\n"
       "  --force-brute      run brute force above %u entities (O(N^2) a tick)\n"
       "  --verify           compare every event with every --baseline\n"
       "                     algorithm's; exit 1 at the first difference (for\n"
@@ -1943,6 +1947,10 @@ static void parse_options(int argc, char **argv, bench_options *o)
       o->tower_side = parse_number(flag, value);
       if (!(o->tower_side > 0))
         usage_error("--tower-side must be > 0");
+    } else if (strcmp(flag, "--skin") == 0) {
+      o->skin = parse_number(flag, value);
+      if (!(o->skin > 0))
+        usage_error("--skin must be > 0");
     }
     else if (strcmp(flag, "--entities") == 0)
       o->entities = (uint32_t)parse_unsigned(flag, value, 1, 100000000);

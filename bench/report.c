@@ -293,9 +293,15 @@ void report_human(const bench_options *o, const scenario_result *s)
              plain->tick_ms_median, plain->events_per_tick,
              cliff_ratio_of(a, plain));
   }
-  for (size_t k = 0; k < s->algo_count; k++)
+  for (size_t k = 0; k < s->algo_count; k++) {
     if (s->algos[k].ran && s->algos[k].cls == &algo_tower)
       printf("              (towers of side %g)\n", s->tower_side);
+    if (s->algos[k].ran && s->algos[k].cls == &algo_verlet)
+      printf("              (verlet: skin %g of the reach; lists made %llu"
+             " times in the run, the warm-up's among them)\n",
+             o->skin > 0 ? o->skin : 0.25,
+             (unsigned long long)s->algos[k].rebuilds);
+  }
   if (baseline_of(s) == NULL)
     printf("  baseline    - (%s)\n",
            o->worlds > 1 ? "none with --worlds" : "--no-baseline");
@@ -375,6 +381,8 @@ static void json_algo(json_line *j, const bench_options *o,
   if (a == NULL) {
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
       json_null(j, algo_key(key, sizeof(key), cls, keys[k]));
+    if (cls == &algo_verlet)
+      json_null(j, "verlet_rebuilds");
     return;
   }
   json_number(j, algo_key(key, sizeof(key), cls, keys[0]), a->tick_ms_median);
@@ -388,6 +396,8 @@ static void json_algo(json_line *j, const bench_options *o,
               (double)a->peak_bytes / o->entities);
   json_bool(j, algo_key(key, sizeof(key), cls, keys[5]),
             r->checksum == a->checksum);
+  if (cls == &algo_verlet)
+    json_number(j, "verlet_rebuilds", (double)a->rebuilds);
 }
 
 static void json_run(const bench_options *o, const scenario_result *s,

@@ -45,6 +45,7 @@ typedef struct bench_options {
   const algo_class *algos[ALGO_COUNT];
   size_t algo_count;
   double tower_side; /* --tower-side; 0: the crowd's radius */
+  double skin;       /* --skin; 0: a quarter of the reach */
   int force_brute;   /* --force-brute */
   double max_radius; /* --max-radius, when max_radius_given */
   int max_radius_given;
@@ -80,6 +81,7 @@ typedef struct algo_result {
   double events_per_tick;
   size_t peak_bytes;
   uint64_t checksum;
+  uint64_t rebuilds; /* verlet: how many ticks made its lists */
 } algo_result;
 
 /* One shard after the last tick, and its mean compute time a tick. */

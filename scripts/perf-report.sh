@@ -509,7 +509,8 @@ else:
 # the algorithms
 text = ""
 algos = [("brute", "brute force"), ("ninegrid", "nine-grid"),
-         ("tower", "tower"), ("xlist", "cross-linked list")]
+         ("tower", "tower"), ("xlist", "cross-linked list"),
+         ("verlet", "kept candidate lists")]
 for s in ("uniform", "idle", "sparse", "hotspot", "teleport"):
     rs = by_threads("algo-" + s)
     if not rs:
@@ -517,7 +518,7 @@ for s in ("uniform", "idle", "sparse", "hotspot", "teleport"):
     r1 = rs[min(rs)]
     rows = []
     for key, label in algos:
-        frame = r1["algo_%s_frame_ms_median" % key]
+        frame = r1.get("algo_%s_frame_ms_median" % key)
         if frame is None:
             continue
         ev = r1["algo_%s_events_per_tick" % key]
@@ -531,7 +532,7 @@ for s in ("uniform", "idle", "sparse", "hotspot", "teleport"):
                      "%.1f M" % (r["events_per_tick"] / r["frame_ms_median"] / 1e3),
                      "%s B" % num(r["bytes_per_entity"])])
     same = all(r1["algo_%s_checksum_match" % k] for k, _ in algos
-               if r1["algo_%s_checksum_match" % k] is not None)
+               if r1.get("algo_%s_checksum_match" % k) is not None)
     text += "`%s`, %s entities, %s events a tick%s:\n\n" % (
         s, num(r1["entities"]), num(r1["events_per_tick"]),
         "" if same else " (**a checksum differs from the engine's**)")

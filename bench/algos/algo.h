@@ -2,7 +2,8 @@
  * algo.h: the four classic single-threaded AOI algorithms that aoi-bench
  * runs beside the engine, behind one interface: brute force (brute.c), the
  * nine-grid (ninegrid.c), the tower or lighthouse AOI (tower.c) and the
- * cross-linked list (xlist.c).
+ * cross-linked list (xlist.c); and a fifth, candidate lists kept across
+ * ticks (verlet.c), to measure a compute that follows change alone.
  *
  * Each keeps the semantics of docs/trace-format.md for what the bench feeds it
  * (the visibility rule of every shape, per-entity radius, layers and
@@ -35,6 +36,9 @@ typedef struct algo_params {
   double radius;
   /* tower: the side of a tower; 0 for the default, the crowd's radius. */
   double tower_side;
+  /* verlet: the skin, a share of the crowd's reach; 0 for the default, a
+     quarter. */
+  double skin;
 } algo_params;
 
 /* One algorithm: its name and its operations. The outboxes and the memory
@@ -51,10 +55,11 @@ typedef struct algo_class {
   void (*tick)(algo *a);
 } algo_class;
 
-extern const algo_class algo_brute, algo_ninegrid, algo_tower, algo_xlist;
+extern const algo_class algo_brute, algo_ninegrid, algo_tower, algo_xlist,
+    algo_verlet;
 
-/* The four, in the order `--baseline all` runs them. */
-#define ALGO_COUNT 4
+/* The five, in the order `--baseline all` runs them. */
+#define ALGO_COUNT 5
 extern const algo_class *const algo_classes[ALGO_COUNT];
 
 /* NULL when there is no algorithm of that name. */
@@ -82,6 +87,9 @@ size_t algo_pending(const algo *a, const uint64_t **ids);
    likewise. */
 void algo_events(const algo *a, size_t i, const aoi_event **events,
                  size_t *count);
+
+/* How many times verlet made its lists (0 for the others). */
+uint64_t algo_verlet_rebuilds(const algo *a);
 
 /* Bytes the algorithm holds now, and the most it ever held. */
 size_t algo_bytes(const algo *a);

@@ -771,7 +771,7 @@ void algo_dirty_run(algo *a, algo_dirty *d, algo_gather_fn gather)
 /* ---- algo.h ------------------------------------------------------------- */
 
 const algo_class *const algo_classes[ALGO_COUNT] = {
-    &algo_brute, &algo_ninegrid, &algo_tower, &algo_xlist};
+    &algo_brute, &algo_ninegrid, &algo_tower, &algo_xlist, &algo_verlet};
 
 const algo_class *algo_find(const char *name)
 {
