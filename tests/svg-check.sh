@@ -135,8 +135,9 @@ if [ -n "$bench" ]; then
     echo "svg-check: aoi-svg scaling of aoi-bench's output failed" >&2
     fail=1
   else
-    expect "$tmp/bench.svg" "aoi-bench's series" "//*[local-name()='path'][@class='series']" -eq 6
-    expect "$tmp/bench.svg" "aoi-bench's points" "//*[local-name()='circle'][@class='point']" -eq 12
+    # two engine series (1 and 2 threads) and the five algorithms of --baseline all
+    expect "$tmp/bench.svg" "aoi-bench's series" "//*[local-name()='path'][@class='series']" -eq 7
+    expect "$tmp/bench.svg" "aoi-bench's points" "//*[local-name()='circle'][@class='point']" -eq 14
   fi
 fi
 
