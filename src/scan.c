@@ -291,6 +291,27 @@ walk_view(aoi__worker *k, aoi__view *view, float *told, bool bands,
   }
   /* (the general walk, from kept: nothing left after the one above; an
      if-else compiles to more mispredicted branches) */
+  if (!bands) {
+    /* without a branch on who leaves, the one or two of a walking crowd's
+       views a tick at random places: each handle is written where it
+       would go either way, and counted where it goes */
+    for (uint32_t i = kept; i < v; i++) {
+      uint32_t h = hs[i];
+      unsigned bits = member[h];
+      member[h] = 0;
+      unsigned leaves = bits & AOI__BIT_MEMBER;
+      out[nl] = h;
+      nl += leaves;
+      moves[nm] = h;
+      nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events &
+            (leaves ^ 1u);
+      hs[kept] = h;
+      kept += leaves ^ 1u;
+    }
+    *nl_out = nl;
+    *nm_out = nm;
+    return kept;
+  }
   for (uint32_t i = kept; i < v; i++) {
     uint32_t h = hs[i];
     unsigned bits = member[h];
