@@ -106,6 +106,18 @@ int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
   return grow(a, array, cap, aoi__roomy(need, 8), elem);
 }
 
+int aoi__reserve_snug(const aoi_allocator *a, void **array, uint32_t *cap,
+                      uint32_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  uint64_t capacity = (uint64_t)need + need / 8;
+  uint64_t eighth = (uint64_t)*cap + *cap / 8;
+  if (capacity < eighth)
+    capacity = eighth;
+  return grow(a, array, cap, capacity < 64 ? 64 : capacity, elem);
+}
+
 uint32_t aoi__roomy(uint32_t need, uint32_t hint)
 {
   uint64_t want = (uint64_t)need + need / 2;

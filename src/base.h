@@ -121,6 +121,14 @@ int aoi__reserve(const aoi_allocator *a, void **array, uint32_t *cap,
    which then stop growing once the crowd settles. */
 int aoi__reserve_roomy(const aoi_allocator *a, void **array, uint32_t *cap,
                        uint32_t need, size_t elem);
+/* Like aoi__reserve, but a growth takes an eighth over `need` (and at least
+   an eighth over what it had): for the delivery segments, which grow
+   within a tick to about what the last one took and keep it, so that
+   their slack is an eighth, not a half. Large blocks grow in place with
+   most allocators (glibc moves their pages), so the more frequent growth
+   of a crowd's first ticks costs little. */
+int aoi__reserve_snug(const aoi_allocator *a, void **array, uint32_t *cap,
+                      uint32_t need, size_t elem);
 /* The capacity a growing view or outbox takes: half as much room again as
    it needs, and at least `hint`, rounded up to a multiple of 8. */
 uint32_t aoi__roomy(uint32_t need, uint32_t hint);

@@ -255,9 +255,9 @@ static inline uint32_t *aoi__reserve_events(aoi__worker *k, uint32_t events)
   aoi__segment *seg = &k->world->segments[k->index];
   uint64_t need = (uint64_t)seg->count + AOI__RECORD_LONG_HEADER + events;
   if (need > UINT32_MAX / 2 ||
-      aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
-                         &seg->capacity, (uint32_t)need,
-                         sizeof(uint32_t)) != 0)
+      aoi__reserve_snug(&k->world->allocator, (void **)&seg->words,
+                        &seg->capacity, (uint32_t)need,
+                        sizeof(uint32_t)) != 0)
     return NULL;
   return seg->words + seg->count;
 }

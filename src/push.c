@@ -401,9 +401,9 @@ uint32_t aoi__push_moves(aoi__worker *k, uint32_t *rest)
   aoi__segment *seg = &k->world->segments[k->index];
   /* without that room, each is written alone, and fails alone */
   bool room = seg->count + need <= UINT32_MAX / 2 &&
-              aoi__reserve_roomy(&k->world->allocator, (void **)&seg->words,
-                                 &seg->capacity, (uint32_t)(seg->count + need),
-                                 sizeof(uint32_t)) == 0;
+              aoi__reserve_snug(&k->world->allocator, (void **)&seg->words,
+                                &seg->capacity, (uint32_t)(seg->count + need),
+                                sizeof(uint32_t)) == 0;
   for (uint32_t q = 0; q < nq; q++) {
     uint32_t n = start[q + 1] - start[q];
     if (n == 0)

@@ -139,8 +139,10 @@ static void apply_tags(aoi_world *w)
 /* Reserves everything the apply phase can add, for the cuts `relayout`
    plans too: then it never allocates, and no op and no handoff can be
    lost to a failed allocation inside the tick. Each record touches and
-   departs at most once. 0 or AOI_ENOMEM (what was reserved stays). */
-static int reserve_for_tick(aoi_world *w, bool relayout)
+   departs at most once, and departs only in a tick that leaves departures
+   (`departures`): a walking crowd's ticks hold no room for them. 0 or
+   AOI_ENOMEM (what was reserved stays). */
+static int reserve_for_tick(aoi_world *w, bool relayout, bool departures)
 {
   AOI__ASSERT(aoi__lanes_idle(w)); /* between ticks, or a tick's start */
   const aoi_allocator *a = &w->allocator;
@@ -157,8 +159,10 @@ static int reserve_for_tick(aoi_world *w, bool relayout)
                                  sizeof(aoi__entity))) != 0 ||
         (rc = aoi__reserve(a, (void **)&sh->touched, &sh->touched_capacity,
                            sh->queue.count, sizeof(uint32_t))) != 0 ||
-        (rc = aoi__reserve(a, (void **)&sh->departed, &sh->departed_capacity,
-                           sh->queue.count, sizeof(aoi__ghost))) != 0)
+        (departures &&
+         (rc = aoi__reserve(a, (void **)&sh->departed,
+                            &sh->departed_capacity, sh->queue.count,
+                            sizeof(aoi__ghost))) != 0))
       return rc;
   }
   for (unsigned i = 0; i < w->threads; i++)
@@ -220,8 +224,9 @@ static void choose_far_reach(aoi_world *w, double usual)
 }
 
 /* Fills the tick command from the live crowd: the ghost reach and the
-   cell size follow the live watchers' radii and appeals. */
-static void plan_command(aoi_world *w, bool relayout)
+   cell size follow the live watchers' radii and appeals. `departures`:
+   whether the tick leaves them (departures_pay, as reserved). */
+static void plan_command(aoi_world *w, bool relayout, bool departures)
 {
   w->command.relayout = relayout;
   if (w->radius_high_dirty || w->appeal_high_dirty)
@@ -230,7 +235,7 @@ static void plan_command(aoi_world *w, bool relayout)
   double seen = fmax(w->radius_high, w->appeal_high);
   double reach = seen + (double)w->config.hysteresis;
   w->command.tick = w->tick + 1;
-  w->command.departures = departures_pay(w);
+  w->command.departures = departures;
   if (aoi__stamp(w->command.tick) % AOI__STAMP_AGE == 0)
     age_stamps(w, w->command.tick);
   w->command.ghost_reach = aoi__ghost_reach(w, seen);
@@ -305,14 +310,16 @@ static int start(aoi_world *w, bool alone, int *how)
   /* The last tick's undelivered events move to their outboxes, so that the
      lanes can reuse the segments (and the marks can change). */
   int rc;
+  /* (decided once: apply departs only where room was reserved) */
+  bool departures = departures_pay(w);
   if ((rc = aoi__segments_settle(w)) != 0 ||
-      (rc = reserve_for_tick(w, relayout)) != 0)
+      (rc = reserve_for_tick(w, relayout, departures)) != 0)
     return rc;
   /* From here on nothing can fail before the lanes run. */
   apply_tags(w);
   if (relayout)
     aoi__commit_relayout(w);
-  plan_command(w, relayout);
+  plan_command(w, relayout, departures);
   w->tick_started = started;
   w->skipped = tick_is_idle(w, relayout);
   if (w->skipped) {

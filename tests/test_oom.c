@@ -1201,11 +1201,16 @@ static void setup_corner_few(side *s)
 /* 140000 moves of 20 entities in shard 0 in one tick: they fold into 20
    records, and the tick reserves for 20 (the op chunks that were here
    before took 137 chunks and a bigger ring, and a tick that reserved for
-   every move). */
+   every move). The 20 alone need no more memory than they hold (a tick in
+   which every entity moves leaves no departures to make room for), so
+   ten more join them in the same tick: what those take is where it can
+   fail, with the flood queued. */
 static void step_ring_growth(side *s)
 {
   for (uint64_t i = 0; i < 140000; i++)
     s_move(s, 1 + i % 20, corner_x(i, 83), corner_y(i, 84));
+  for (uint64_t id = 21; id <= 30; id++)
+    s_add(s, id, corner_x(id, 85), corner_y(id, 86), 30, WM, ALL, ALL);
   s_tick(s);
 }
 
