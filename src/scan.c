@@ -290,43 +290,25 @@ walk_view(aoi__worker *k, aoi__view *view, float *told, bool bands,
     kept = v;
   }
   /* (the general walk, from kept: nothing left after the one above; an
-     if-else compiles to more mispredicted branches) */
-  if (!bands) {
-    /* without a branch on who leaves, the one or two of a walking crowd's
-       views a tick at random places: each handle is written where it
-       would go either way, and counted where it goes */
-    for (uint32_t i = kept; i < v; i++) {
-      uint32_t h = hs[i];
-      unsigned bits = member[h];
-      member[h] = 0;
-      unsigned leaves = bits & AOI__BIT_MEMBER;
-      out[nl] = h;
-      nl += leaves;
-      moves[nm] = h;
-      nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events &
-            (leaves ^ 1u);
-      hs[kept] = h;
-      kept += leaves ^ 1u;
-    }
-    *nl_out = nl;
-    *nm_out = nm;
-    return kept;
-  }
+     if-else compiles to more mispredicted branches). Without a branch on
+     who leaves, the one or two of a walking crowd's views a tick at
+     random places: each handle (and told position) is written where it
+     would go either way, and counted where it goes. */
   for (uint32_t i = kept; i < v; i++) {
     uint32_t h = hs[i];
     unsigned bits = member[h];
     member[h] = 0;
-    if (bits & AOI__BIT_MEMBER) { /* not met: it leaves */
-      out[nl++] = h;
-      continue;
-    }
+    unsigned leaves = bits & AOI__BIT_MEMBER, stays = leaves ^ 1u;
+    out[nl] = h;
+    nl += leaves;
     moves[nm] = h; /* counted if told: most of a walking crowd's are */
-    nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events;
+    nm += ((bits >> 1) | (unsigned)resync) & (unsigned)move_events & stays;
     if (bands) {
       told[2 * kept] = told[2 * i];
       told[2 * kept + 1] = told[2 * i + 1];
     }
-    hs[kept++] = h;
+    hs[kept] = h;
+    kept += stays;
   }
   *nl_out = nl;
   *nm_out = nm;

@@ -260,6 +260,24 @@ int algo_plain_remove(algo *a, uint64_t id)
 
 /* ---- geometry ----------------------------------------------------------- */
 
+void algo_grid_layout(const aoi_config *config, double reach, algo_grid *g)
+{
+  algo_box b;
+  algo_bounds(config, &b);
+  g->min_x = b.x0;
+  g->min_y = b.y0;
+  double extent = b.x1 - b.x0 > b.y1 - b.y0 ? b.x1 - b.x0 : b.y1 - b.y0;
+  g->cell = reach * (1 + 1.0 / 65536);
+  if (g->cell < extent / (ALGO_GRID_MAX - 1))
+    g->cell = extent / (ALGO_GRID_MAX - 1);
+  g->width = (int)floor((b.x1 - b.x0) / g->cell) + 1;
+  g->height = (int)floor((b.y1 - b.y0) / g->cell) + 1;
+  if (g->width > ALGO_GRID_MAX)
+    g->width = ALGO_GRID_MAX;
+  if (g->height > ALGO_GRID_MAX)
+    g->height = ALGO_GRID_MAX;
+}
+
 void algo_bounds(const aoi_config *config, algo_box *box)
 {
   box->x0 = config->min_x;

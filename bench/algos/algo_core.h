@@ -246,6 +246,36 @@ static inline int algo_within(const algo *a, float ax, float ay, float bx,
 /* The config's bounds, or [0, 1000]^2 on an axis where they are empty
    (the engine's own default). */
 void algo_bounds(const aoi_config *config, algo_box *box);
+/* The most cells a side of an algorithm's grid. */
+#define ALGO_GRID_MAX 2048
+
+/* A coordinate in cells clamped into [0, limit): clamping is monotonic, so
+   a neighbour within n cells stays within n cells. */
+static inline int algo_clamp_cell(double v, int limit)
+{
+  return v < 0 ? 0 : v > limit - 1 ? limit - 1 : (int)v;
+}
+
+/* A uniform grid over the config's bounds (algo_bounds): cell (i, j) holds
+   floor((p - min) / cell), clamped (algo_clamp_cell). */
+typedef struct algo_grid {
+  double cell, min_x, min_y;
+  int width, height;
+} algo_grid;
+/* Lays a grid out with cells a hair wider than `reach`, so that what lies
+   within reach of a point lies within one cell of its cell; wider where
+   the bounds would take more than ALGO_GRID_MAX cells a side. */
+void algo_grid_layout(const aoi_config *config, double reach, algo_grid *g);
+/* The column of x and the row of y in grid g. */
+static inline int algo_grid_col(const algo_grid *g, float x)
+{
+  return algo_clamp_cell(floor(((double)x - g->min_x) / g->cell), g->width);
+}
+static inline int algo_grid_row(const algo_grid *g, float y)
+{
+  return algo_clamp_cell(floor(((double)y - g->min_y) / g->cell), g->height);
+}
+
 /* A box holding every point that passes algo_within from (x, y) at this
    reach, a hair wider (so rounding cannot leave one out). */
 void algo_reach_box(const algo *a, float x, float y, double reach,

@@ -34,9 +34,6 @@
 
 #include "bench.h"
 
-/* The grid has at most this many cells a side. */
-#define GRID_MAX 2048
-
 /* A marker as the grid holds it: what the filter reads. What the diff
    reads of it is at the same index of `sights`. */
 typedef struct cell_item {
@@ -66,11 +63,6 @@ typedef struct ninegrid {
 
 /* ---- geometry ----------------------------------------------------------- */
 
-static int clamp_cell(double v, int limit)
-{
-  return v < 0 ? 0 : v > limit - 1 ? limit - 1 : (int)v;
-}
-
 /* The grid column of x (or row of y, with its own origin). */
 static int grid_index(const ninegrid *g, float p, double min, double origin,
                       int limit)
@@ -80,7 +72,7 @@ static int grid_index(const ninegrid *g, float p, double min, double origin,
     v = floor(floor((double)p / g->base.cell_size) / g->multiple) - origin;
   else
     v = floor(((double)p - min) / g->grid_cell);
-  return clamp_cell(v, limit);
+  return algo_clamp_cell(v, limit);
 }
 
 /* How many grid cells each way a watcher with this reach must scan. */
@@ -89,12 +81,12 @@ static int grid_span(const ninegrid *g, double reach)
   if (g->base.shape == AOI_SHAPE_CELLS) {
     double k = ceil(reach / g->base.cell_size);
     double span = ceil(k / g->multiple);
-    return span > GRID_MAX ? GRID_MAX : (int)span;
+    return span > ALGO_GRID_MAX ? ALGO_GRID_MAX : (int)span;
   }
   /* |dx| <= reach keeps the cells within floor(reach / cell) + 1 of each
      other; the 1e-6 covers rounding in the divisions. */
   double span = floor(reach / g->grid_cell + 1e-6) + 1;
-  return span > GRID_MAX ? GRID_MAX : (int)span;
+  return span > ALGO_GRID_MAX ? ALGO_GRID_MAX : (int)span;
 }
 
 static void grid_layout(ninegrid *g, const aoi_config *config, double reach)
@@ -111,24 +103,24 @@ static void grid_layout(ninegrid *g, const aoi_config *config, double reach)
     double c = g->base.cell_size;
     g->multiple = 1;
     while (g->multiple < (UINT32_MAX >> 1) &&
-           extent / (c * g->multiple) + 2 > GRID_MAX)
+           extent / (c * g->multiple) + 2 > ALGO_GRID_MAX)
       g->multiple *= 2;
     g->origin_x = floor(floor(min_x / c) / g->multiple);
     g->origin_y = floor(floor(min_y / c) / g->multiple);
     g->width = (int)(floor(floor(max_x / c) / g->multiple) - g->origin_x) + 1;
     g->height = (int)(floor(floor(max_y / c) / g->multiple) - g->origin_y) + 1;
   } else {
-    /* A hair wider than the crowd's reach, so that it spans one cell. */
-    g->grid_cell = reach * (1 + 1.0 / 65536);
-    if (g->grid_cell < extent / (GRID_MAX - 1))
-      g->grid_cell = extent / (GRID_MAX - 1);
-    g->width = (int)floor((max_x - min_x) / g->grid_cell) + 1;
-    g->height = (int)floor((max_y - min_y) / g->grid_cell) + 1;
+    /* cells a hair wider than the crowd's reach */
+    algo_grid grid;
+    algo_grid_layout(config, reach, &grid);
+    g->grid_cell = grid.cell;
+    g->width = grid.width;
+    g->height = grid.height;
   }
-  if (g->width > GRID_MAX)
-    g->width = GRID_MAX;
-  if (g->height > GRID_MAX)
-    g->height = GRID_MAX;
+  if (g->width > ALGO_GRID_MAX)
+    g->width = ALGO_GRID_MAX;
+  if (g->height > ALGO_GRID_MAX)
+    g->height = ALGO_GRID_MAX;
   size_t cells = (size_t)g->width * (size_t)g->height + 1;
   g->cell_end = algo_resize(&g->base, NULL, 0, cells * sizeof(*g->cell_end));
 }

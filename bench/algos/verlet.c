@@ -30,17 +30,13 @@
 
 #include "bench.h"
 
-/* The grid has at most this many cells a side. */
-#define GRID_MAX 2048
-
 typedef struct verlet {
   algo base;
   double reach; /* the crowd's keep reach */
   double skin;
   int stale; /* the lists must be made before the next gather */
   /* The grid the lists are made from (cells of reach + skin). */
-  double cell, min_x, min_y;
-  int width, height;
+  algo_grid grid;
   uint32_t *cell_end;
   uint32_t *item_cell;
   size_t item_cell_capacity;
@@ -63,32 +59,14 @@ typedef struct verlet {
   uint64_t rebuilds;
 } verlet;
 
-static int clamp_cell(double v, int limit)
-{
-  return v < 0 ? 0 : v > limit - 1 ? limit - 1 : (int)v;
-}
-
 static algo *verlet_create(const algo_params *params)
 {
   verlet *v = algo_new(&algo_verlet, params->config, sizeof(*v));
   v->reach = params->radius + v->base.hysteresis;
   v->skin = v->reach * (params->skin > 0 ? params->skin : 0.25);
   v->stale = 1;
-  algo_box b;
-  algo_bounds(params->config, &b);
-  v->min_x = b.x0;
-  v->min_y = b.y0;
-  double extent = b.x1 - b.x0 > b.y1 - b.y0 ? b.x1 - b.x0 : b.y1 - b.y0;
-  v->cell = (v->reach + v->skin) * (1 + 1.0 / 65536);
-  if (v->cell < extent / (GRID_MAX - 1))
-    v->cell = extent / (GRID_MAX - 1);
-  v->width = (int)floor((b.x1 - b.x0) / v->cell) + 1;
-  v->height = (int)floor((b.y1 - b.y0) / v->cell) + 1;
-  if (v->width > GRID_MAX)
-    v->width = GRID_MAX;
-  if (v->height > GRID_MAX)
-    v->height = GRID_MAX;
-  size_t cells = (size_t)v->width * (size_t)v->height + 1;
+  algo_grid_layout(params->config, v->reach + v->skin, &v->grid);
+  size_t cells = (size_t)v->grid.width * (size_t)v->grid.height + 1;
   v->cell_end = algo_resize(&v->base, NULL, 0, cells * sizeof(*v->cell_end));
   return &v->base;
 }
@@ -176,11 +154,6 @@ static void refresh_items(verlet *v)
   }
 }
 
-static int cell_of(const verlet *v, float p, double min, int limit)
-{
-  return clamp_cell(floor(((double)p - min) / v->cell), limit);
-}
-
 /* Makes every watcher's list: the live markers of interest within its keep
    reach plus the skin (with `cells`, within its keep reach itself). */
 static void make_lists(verlet *v)
@@ -188,7 +161,8 @@ static void make_lists(verlet *v)
   algo *a = &v->base;
   size_t n = a->entity_count;
   /* the grid of the markers, by a counting sort */
-  size_t cells = (size_t)v->width * (size_t)v->height;
+  const algo_grid *grid = &v->grid;
+  size_t cells = (size_t)grid->width * (size_t)grid->height;
   memset(v->cell_end, 0, (cells + 1) * sizeof(*v->cell_end));
   ALGO_RESERVE(a, v->item_cell, v->item_cell_capacity, n);
   size_t markers = 0;
@@ -198,9 +172,8 @@ static void make_lists(verlet *v)
     v->y0[s] = e->y;
     if (!algo_is_live(e, AOI_MARKER))
       continue;
-    uint32_t c = (uint32_t)cell_of(v, e->y, v->min_y, v->height) *
-                     (uint32_t)v->width +
-                 (uint32_t)cell_of(v, e->x, v->min_x, v->width);
+    uint32_t c = (uint32_t)algo_grid_row(grid, e->y) * (uint32_t)grid->width +
+                 (uint32_t)algo_grid_col(grid, e->x);
     v->item_cell[s] = c;
     v->cell_end[c + 1]++;
     markers++;
@@ -223,12 +196,12 @@ static void make_lists(verlet *v)
     double reach = algo_keep_reach(a, w) + (cells_shape ? 0 : v->skin);
     algo_box box;
     algo_reach_box(a, w->x, w->y, reach, &box);
-    int x0 = cell_of(v, (float)box.x0, v->min_x, v->width);
-    int x1 = cell_of(v, (float)box.x1, v->min_x, v->width);
-    int y0 = cell_of(v, (float)box.y0, v->min_y, v->height);
-    int y1 = cell_of(v, (float)box.y1, v->min_y, v->height);
+    int x0 = algo_grid_col(grid, (float)box.x0);
+    int x1 = algo_grid_col(grid, (float)box.x1);
+    int y0 = algo_grid_row(grid, (float)box.y0);
+    int y1 = algo_grid_row(grid, (float)box.y1);
     for (int cy = y0; cy <= y1; cy++) {
-      size_t row = (size_t)cy * (size_t)v->width;
+      size_t row = (size_t)cy * (size_t)grid->width;
       uint32_t begin = row + (size_t)x0 == 0 ? 0 : v->cell_end[row + x0 - 1];
       uint32_t end = v->cell_end[row + (size_t)x1];
       ALGO_RESERVE(a, v->list, v->list_capacity, v->list_count + (end - begin));
@@ -272,7 +245,7 @@ static size_t gather(verlet *v, uint32_t slot)
   }
   for (uint32_t j = begin; j < end; j++) {
     uint32_t i = v->list[j];
-    if (gx[i] == gx[i] && algo_within(a, w->x, w->y, gx[i], gy[i], reach))
+    if (algo_within(a, w->x, w->y, gx[i], gy[i], reach)) /* NaN: gone */
       a->candidates[n++] = v->sights[i];
   }
   return n;
