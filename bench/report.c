@@ -299,7 +299,7 @@ void report_human(const bench_options *o, const scenario_result *s)
     if (s->algos[k].ran && s->algos[k].cls == &algo_verlet)
       printf("              (verlet: skin %g of the reach; lists made %llu"
              " times in the run, the warm-up's among them)\n",
-             o->skin > 0 ? o->skin : 0.25,
+             o->skin > 0 ? o->skin : ALGO_VERLET_SKIN,
              (unsigned long long)s->algos[k].rebuilds);
   }
   if (baseline_of(s) == NULL)

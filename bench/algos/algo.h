@@ -36,10 +36,13 @@ typedef struct algo_params {
   double radius;
   /* tower: the side of a tower; 0 for the default, the crowd's radius. */
   double tower_side;
-  /* verlet: the skin, a share of the crowd's reach; 0 for the default, a
-     quarter. */
+  /* verlet: the skin, a share of the crowd's reach; 0 for the default,
+     ALGO_VERLET_SKIN. */
   double skin;
 } algo_params;
+
+/* verlet's skin when algo_params.skin is 0: a quarter of the reach. */
+#define ALGO_VERLET_SKIN 0.25
 
 /* One algorithm: its name and its operations. The outboxes and the memory
    figures are common to all (algo_pending and below). */

@@ -63,7 +63,7 @@ static algo *verlet_create(const algo_params *params)
 {
   verlet *v = algo_new(&algo_verlet, params->config, sizeof(*v));
   v->reach = params->radius + v->base.hysteresis;
-  v->skin = v->reach * (params->skin > 0 ? params->skin : 0.25);
+  v->skin = v->reach * (params->skin > 0 ? params->skin : ALGO_VERLET_SKIN);
   v->stale = 1;
   algo_grid_layout(params->config, v->reach + v->skin, &v->grid);
   size_t cells = (size_t)v->grid.width * (size_t)v->grid.height + 1;
